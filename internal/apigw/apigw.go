@@ -1,0 +1,106 @@
+// Package apigw turns API Gateway events into one request type and one
+// response type back, so handlers never see the differences between
+// payload formats.
+package apigw
+
+import (
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"strings"
+
+	"github.com/aws/aws-lambda-go/events"
+)
+
+// Errors FromV2 returns for requests that must be refused before any work.
+var (
+	// ErrBodyTooLarge means the body exceeds the configured limit (413).
+	ErrBodyTooLarge = errors.New("apigw: body too large")
+	// ErrBadEncoding means isBase64Encoded was set on a body that is not
+	// base64 (400).
+	ErrBadEncoding = errors.New("apigw: body is not valid base64")
+)
+
+// Request is a normalized HTTP request: canonical header names, the raw body
+// bytes exactly as the client sent them.
+type Request struct {
+	Method     string
+	Path       string
+	PathParams map[string]string
+	Query      url.Values
+	Header     http.Header
+	Body       []byte
+	RequestID  string
+	SourceIP   string
+}
+
+// FromV2 normalizes an HTTP API (payload format 2.0) event. Bodies larger
+// than maxBody bytes (after base64 decoding) are refused with
+// ErrBodyTooLarge before they are decoded.
+func FromV2(e events.APIGatewayV2HTTPRequest, maxBody int) (Request, error) {
+	r := Request{
+		Method:     strings.ToUpper(e.RequestContext.HTTP.Method),
+		Path:       e.RawPath,
+		PathParams: e.PathParameters,
+		Header:     make(http.Header, len(e.Headers)),
+		RequestID:  e.RequestContext.RequestID,
+		SourceIP:   e.RequestContext.HTTP.SourceIP,
+	}
+	if r.Path == "" {
+		r.Path = e.RequestContext.HTTP.Path
+	}
+	for k, v := range e.Headers {
+		// HTTP APIs deliver one comma-joined value per lowercase name.
+		r.Header[http.CanonicalHeaderKey(k)] = []string{v}
+	}
+	if e.RawQueryString != "" {
+		q, err := url.ParseQuery(e.RawQueryString)
+		if err == nil {
+			r.Query = q
+		}
+	}
+	body, err := decodeBody(e.Body, e.IsBase64Encoded, maxBody)
+	if err != nil {
+		return Request{}, err
+	}
+	r.Body = body
+	return r, nil
+}
+
+func decodeBody(body string, isBase64 bool, maxBody int) ([]byte, error) {
+	if !isBase64 {
+		if maxBody > 0 && len(body) > maxBody {
+			return nil, fmt.Errorf("%w: %d bytes", ErrBodyTooLarge, len(body))
+		}
+		return []byte(body), nil
+	}
+	if maxBody > 0 && base64.StdEncoding.DecodedLen(len(body)) > maxBody+2 {
+		return nil, fmt.Errorf("%w: %d base64 bytes", ErrBodyTooLarge, len(body))
+	}
+	out, err := base64.StdEncoding.DecodeString(body)
+	if err != nil {
+		return nil, ErrBadEncoding
+	}
+	if maxBody > 0 && len(out) > maxBody {
+		return nil, fmt.Errorf("%w: %d bytes", ErrBodyTooLarge, len(out))
+	}
+	return out, nil
+}
+
+// Response is what a handler answers; V2 renders it for an HTTP API.
+type Response struct {
+	Status int
+	Header map[string]string
+	Body   string
+}
+
+// V2 renders the response in payload format 2.0.
+func (r Response) V2() events.APIGatewayV2HTTPResponse {
+	h := map[string]string{"content-type": "application/json"}
+	for k, v := range r.Header {
+		h[strings.ToLower(k)] = v
+	}
+	return events.APIGatewayV2HTTPResponse{StatusCode: r.Status, Headers: h, Body: r.Body}
+}

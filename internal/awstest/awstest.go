@@ -1,0 +1,187 @@
+// Package awstest starts moto's server on a free loopback port so adapter and
+// end-to-end tests can talk to DynamoDB, SQS and Secrets Manager over the real
+// wire protocol. It is imported only by tests.
+package awstest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/credentials"
+)
+
+// Region is the region every emulated client uses.
+const Region = "us-east-1"
+
+// Server is a running moto_server bound to 127.0.0.1.
+type Server struct {
+	// Endpoint is the base URL, e.g. http://127.0.0.1:40123.
+	Endpoint string
+	cmd      *exec.Cmd
+}
+
+// Start launches moto_server for the test and stops it in tb.Cleanup. Under
+// `go test -short` the test is skipped, so unit tests need nothing installed.
+// Without moto_server the test fails with a message naming the fix.
+func Start(tb testing.TB) *Server {
+	tb.Helper()
+	if testing.Short() {
+		tb.Skip("integration test: needs moto_server (skipped with -short)")
+	}
+	bin, err := MotoBinary()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	port, err := FreePort()
+	if err != nil {
+		tb.Fatalf("free port: %v", err)
+	}
+	s, err := Launch(context.Background(), bin, port, nil)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(s.Stop)
+	return s
+}
+
+// MotoBinary finds moto_server: $MOTO_SERVER, then the project virtualenv
+// (.venv/bin/moto_server, which `make` creates where moto is missing), then PATH.
+func MotoBinary() (string, error) {
+	if p := os.Getenv("MOTO_SERVER"); p != "" {
+		return p, nil
+	}
+	if root, err := ModuleRoot(); err == nil {
+		p := filepath.Join(root, ".venv", "bin", "moto_server")
+		if _, err := os.Stat(p); err == nil {
+			return p, nil
+		}
+	}
+	p, err := exec.LookPath("moto_server")
+	if err != nil {
+		return "", errors.New("moto_server not found: run `make test` (it installs moto[server] into .venv) or set MOTO_SERVER")
+	}
+	return p, nil
+}
+
+// Launch starts moto_server on 127.0.0.1:port and waits until it answers.
+// stdout and stderr go to out when it is non-nil.
+func Launch(ctx context.Context, bin string, port int, out *os.File) (*Server, error) {
+	cmd := exec.Command(bin, "-H", "127.0.0.1", "-p", strconv.Itoa(port))
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if out != nil {
+		cmd.Stdout, cmd.Stderr = out, out
+	}
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("start %s: %w", bin, err)
+	}
+	s := &Server{Endpoint: fmt.Sprintf("http://127.0.0.1:%d", port), cmd: cmd}
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		if err := s.ping(ctx); err == nil {
+			go func() { <-exited }()
+			s.cmd = cmd
+			return s, nil
+		}
+		select {
+		case err := <-exited:
+			return nil, fmt.Errorf("moto_server exited before it answered: %v", err)
+		case <-ctx.Done():
+			s.kill()
+			return nil, ctx.Err()
+		case <-time.After(50 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			s.kill()
+			return nil, fmt.Errorf("moto_server on port %d did not answer within 30s", port)
+		}
+	}
+}
+
+func (s *Server) ping(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, s.Endpoint+"/moto-api/data.json", nil)
+	if err != nil {
+		return err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return err
+	}
+	resp.Body.Close()
+	return nil
+}
+
+// Stop kills moto_server and its process group.
+func (s *Server) Stop() { s.kill() }
+
+func (s *Server) kill() {
+	if s.cmd == nil || s.cmd.Process == nil {
+		return
+	}
+	_ = syscall.Kill(-s.cmd.Process.Pid, syscall.SIGKILL)
+}
+
+// Reset clears every emulated resource (POST /moto-api/reset).
+func (s *Server) Reset(tb testing.TB) {
+	tb.Helper()
+	resp, err := http.Post(s.Endpoint+"/moto-api/reset", "application/json", nil)
+	if err != nil {
+		tb.Fatalf("reset moto: %v", err)
+	}
+	resp.Body.Close()
+}
+
+// Config returns an aws.Config with static test credentials whose clients
+// all talk to this server.
+func (s *Server) Config() aws.Config {
+	return aws.Config{
+		Region:       Region,
+		Credentials:  credentials.NewStaticCredentialsProvider("test", "test", ""),
+		BaseEndpoint: aws.String(s.Endpoint),
+		Retryer:      func() aws.Retryer { return aws.NopRetryer{} },
+	}
+}
+
+// FreePort asks the kernel for a free TCP port on 127.0.0.1.
+func FreePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+// ModuleRoot returns the directory holding go.mod, found from this source file.
+func ModuleRoot() (string, error) {
+	_, file, _, ok := runtime.Caller(0)
+	if !ok {
+		return "", errors.New("awstest: cannot locate source file")
+	}
+	dir := filepath.Dir(file)
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+			return dir, nil
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return "", errors.New("awstest: go.mod not found")
+		}
+		dir = parent
+	}
+}

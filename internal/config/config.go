@@ -1,0 +1,99 @@
+// Package config reads and validates the functions' environment. It is
+// given a lookup function; only the functions' main packages pass os.Getenv.
+package config
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/webhook-inbox/webhook-inbox/internal/obs"
+	"github.com/webhook-inbox/webhook-inbox/internal/source"
+)
+
+// Config is every setting a function may need. Load checks only those the
+// function asks for.
+type Config struct {
+	InboxTable      string
+	QueueURL        string
+	DLQURL          string
+	Sources         *source.Set
+	SecretsPrefix   string
+	MaxBodyBytes    int
+	Retention       time.Duration
+	MaxReceiveCount int
+	LogLevel        slog.Level
+}
+
+// Need names the settings a function requires.
+type Need struct {
+	Table, Queue, DLQ, Sources, MaxReceiveCount bool
+}
+
+// Defaults for optional settings.
+const (
+	DefaultMaxBodyBytes         = 256 << 10
+	DefaultPayloadRetentionDays = 30
+	// The API Gateway payload limit is 10 MB; DynamoDB's item limit is
+	// 400 KB, and the stored event must fit in one item.
+	maxMaxBodyBytes = 350 << 10
+)
+
+// Load reads the environment through getenv and reports every problem at
+// once.
+func Load(getenv func(string) string, need Need) (Config, error) {
+	var c Config
+	var errs []error
+	required := func(name string, want bool) string {
+		v := strings.TrimSpace(getenv(name))
+		if want && v == "" {
+			errs = append(errs, fmt.Errorf("%s is required", name))
+		}
+		return v
+	}
+	c.InboxTable = required("INBOX_TABLE", need.Table)
+	c.QueueURL = required("QUEUE_URL", need.Queue)
+	c.DLQURL = required("DLQ_URL", need.DLQ)
+	c.SecretsPrefix = getenv("SECRETS_PREFIX")
+	if need.Sources {
+		set, err := source.Parse(required("SOURCES", true), c.SecretsPrefix)
+		if err != nil {
+			errs = append(errs, err)
+		}
+		c.Sources = set
+	}
+	c.MaxBodyBytes = intVar(getenv, "MAX_BODY_BYTES", DefaultMaxBodyBytes, 1, maxMaxBodyBytes, &errs)
+	days := intVar(getenv, "PAYLOAD_RETENTION_DAYS", DefaultPayloadRetentionDays, 1, 3650, &errs)
+	c.Retention = time.Duration(days) * 24 * time.Hour
+	if need.MaxReceiveCount {
+		c.MaxReceiveCount = intVar(getenv, "MAX_RECEIVE_COUNT", 0, 1, 1000, &errs)
+		if getenv("MAX_RECEIVE_COUNT") == "" {
+			errs = append(errs, errors.New("MAX_RECEIVE_COUNT is required"))
+		}
+	}
+	lvl, err := obs.ParseLevel(getenv("LOG_LEVEL"))
+	if err != nil {
+		errs = append(errs, err)
+	}
+	c.LogLevel = lvl
+	if err := errors.Join(errs...); err != nil {
+		return Config{}, fmt.Errorf("configuration: %w", err)
+	}
+	return c, nil
+}
+
+func intVar(getenv func(string) string, name string, def, lo, hi int, errs *[]error) int {
+	v := strings.TrimSpace(getenv(name))
+	if v == "" {
+		return def
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < lo || n > hi {
+		*errs = append(*errs, fmt.Errorf("%s %q: want an integer in %d..%d", name, v, lo, hi))
+		return def
+	}
+	return n
+}

@@ -1,0 +1,167 @@
+// Package inbox is the domain of webhook-inbox: the stored event, its key and
+// status, the queue message that points at it, and the errors the edges
+// translate into HTTP statuses and SQS batch failures. It imports no AWS SDK.
+package inbox
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"time"
+)
+
+// Status is where an event is in its life. Operators' tools read these names.
+type Status string
+
+// The statuses an inbox item moves through.
+const (
+	StatusReceived   Status = "received"
+	StatusProcessing Status = "processing"
+	StatusProcessed  Status = "processed"
+	StatusFailed     Status = "failed"
+	StatusDead       Status = "dead"
+)
+
+// Outcome says what processing did with an event once it is processed.
+type Outcome string
+
+// The outcomes of a processed event.
+const (
+	OutcomeApplied         Outcome = "applied"
+	OutcomeIgnored         Outcome = "ignored"
+	OutcomeDuplicateEffect Outcome = "duplicate_effect"
+	OutcomeStale           Outcome = "stale"
+)
+
+// Errors the adapters return and the edges branch on.
+var (
+	// ErrDuplicate means an event with the same key is already stored.
+	ErrDuplicate = errors.New("inbox: event already stored")
+	// ErrNotFound means no event is stored under the key.
+	ErrNotFound = errors.New("inbox: event not found")
+	// ErrClaimed means another worker holds an unexpired lease on the event.
+	ErrClaimed = errors.New("inbox: event claimed by another worker")
+	// ErrAlreadyProcessed means the event finished processing earlier.
+	ErrAlreadyProcessed = errors.New("inbox: event already processed")
+	// ErrLeaseLost means the worker's lease was taken over before it committed.
+	ErrLeaseLost = errors.New("inbox: lease lost before commit")
+	// ErrUnavailable wraps failures of the store or queue that a retry may cure
+	// (throttling, timeouts, 5xx). The HTTP edge answers 503 for it.
+	ErrUnavailable = errors.New("inbox: dependency unavailable")
+)
+
+// Key identifies one provider event: source + account + the provider's own
+// event id. It is never minted on arrival, so every retry of one delivery
+// maps to the same key.
+type Key struct {
+	Source  string `json:"source"`
+	Account string `json:"account,omitempty"`
+	EventID string `json:"event_id"`
+}
+
+// String renders the key as stored in the table: source#account#event_id.
+// Source names and accounts cannot contain '#', so the event id, which may,
+// goes last and the rendering is unambiguous.
+func (k Key) String() string {
+	return k.Source + "#" + k.Account + "#" + k.EventID
+}
+
+// ParseKey is the inverse of Key.String.
+func ParseKey(s string) (Key, error) {
+	source, rest, ok := strings.Cut(s, "#")
+	if !ok {
+		return Key{}, fmt.Errorf("parse key %q: missing '#'", s)
+	}
+	account, id, ok := strings.Cut(rest, "#")
+	if !ok {
+		return Key{}, fmt.Errorf("parse key %q: missing second '#'", s)
+	}
+	k := Key{Source: source, Account: account, EventID: id}
+	if err := k.Validate(); err != nil {
+		return Key{}, err
+	}
+	return k, nil
+}
+
+// Validate reports whether the key has a source and an event id.
+func (k Key) Validate() error {
+	switch {
+	case k.Source == "":
+		return errors.New("key: empty source")
+	case strings.Contains(k.Source, "#") || strings.Contains(k.Account, "#"):
+		return errors.New("key: '#' in source or account")
+	case k.EventID == "":
+		return errors.New("key: empty event id")
+	}
+	return nil
+}
+
+// Event is one stored webhook delivery.
+type Event struct {
+	Key  Key
+	Kind string // the source's scheme kind, e.g. "stripe"
+	Type string // the provider's event type, e.g. "invoice.paid"
+	// Created is the provider's own creation time of the event, zero if unknown.
+	Created time.Time
+	// Payload is the raw verified body, byte for byte as received.
+	Payload []byte
+
+	Status      Status
+	Outcome     Outcome
+	Attempts    int
+	LastError   string
+	ReceivedAt  time.Time
+	UpdatedAt   time.Time
+	ProcessedAt time.Time
+	// ExpiresAt is when the item may be deleted (the table's TTL attribute).
+	ExpiresAt time.Time
+	// LeaseOwner and LeaseUntil are set while a worker processes the event.
+	LeaseOwner string
+	LeaseUntil time.Time
+}
+
+// LogValue keeps payloads out of logs: only identity and status are logged.
+func (e Event) LogValue() slog.Value {
+	return slog.GroupValue(
+		slog.String("key", e.Key.String()),
+		slog.String("type", e.Type),
+		slog.String("status", string(e.Status)),
+		slog.Int("attempts", e.Attempts),
+		slog.Int("payload_bytes", len(e.Payload)),
+	)
+}
+
+// Message is the body of the queue message that points at a stored event.
+// The payload stays in the table; the message carries only the key.
+type Message struct {
+	Key Key `json:"key"`
+}
+
+// EncodeMessage returns the queue message body for the event key.
+func EncodeMessage(k Key) (string, error) {
+	if err := k.Validate(); err != nil {
+		return "", err
+	}
+	b, err := json.Marshal(Message{Key: k})
+	if err != nil {
+		return "", fmt.Errorf("encode message: %w", err)
+	}
+	return string(b), nil
+}
+
+// DecodeMessage parses a queue message body. Bodies that are not messages of
+// this system return an error; the processor treats them as poison.
+func DecodeMessage(body string) (Message, error) {
+	var m Message
+	dec := json.NewDecoder(strings.NewReader(body))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&m); err != nil {
+		return Message{}, fmt.Errorf("decode message: %w", err)
+	}
+	if err := m.Key.Validate(); err != nil {
+		return Message{}, fmt.Errorf("decode message: %w", err)
+	}
+	return m, nil
+}

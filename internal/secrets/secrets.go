@@ -1,0 +1,122 @@
+// Package secrets reads signing secrets from AWS Secrets Manager and caches
+// them per warm Lambda instance, including the absence of a secret, so an
+// attacker probing unknown accounts cannot turn every request into an API
+// call.
+package secrets
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
+	smtypes "github.com/aws/aws-sdk-go-v2/service/secretsmanager/types"
+
+	"github.com/webhook-inbox/webhook-inbox/internal/inbox"
+)
+
+// ErrNotFound means no secret exists under the id (the endpoint does not exist).
+var ErrNotFound = errors.New("secrets: not found")
+
+// API is the one Secrets Manager call the store makes.
+type API interface {
+	GetSecretValue(ctx context.Context, in *secretsmanager.GetSecretValueInput, optFns ...func(*secretsmanager.Options)) (*secretsmanager.GetSecretValueOutput, error)
+}
+
+var _ API = (*secretsmanager.Client)(nil)
+
+// Store returns the signing secrets of an endpoint.
+type Store struct {
+	api API
+	ttl time.Duration // how long a found secret is reused
+	neg time.Duration // how long an absent secret is remembered
+	now func() time.Time
+
+	mu    sync.Mutex
+	cache map[string]entry
+}
+
+type entry struct {
+	secrets [][]byte
+	err     error
+	until   time.Time
+}
+
+// NewStore returns a store that caches found secrets for ttl and absent ones
+// for a fifth of it (a new secret is picked up within that time).
+func NewStore(api API, ttl time.Duration) *Store {
+	return &Store{api: api, ttl: ttl, neg: ttl / 5, now: time.Now, cache: map[string]entry{}}
+}
+
+// Get returns the signing secrets stored under id: the SecretString itself,
+// trimmed, or the list in {"signing_secrets":[…]} (several during rotation). It
+// returns ErrNotFound when the secret does not exist and an error wrapping
+// inbox.ErrUnavailable when Secrets Manager cannot answer.
+func (s *Store) Get(ctx context.Context, id string) ([][]byte, error) {
+	now := s.now()
+	s.mu.Lock()
+	e, ok := s.cache[id]
+	s.mu.Unlock()
+	if ok && now.Before(e.until) {
+		return e.secrets, e.err
+	}
+	out, err := s.api.GetSecretValue(ctx, &secretsmanager.GetSecretValueInput{SecretId: &id})
+	var nf *smtypes.ResourceNotFoundException
+	switch {
+	case errors.As(err, &nf):
+		s.put(id, entry{err: ErrNotFound, until: now.Add(s.neg)})
+		return nil, ErrNotFound
+	case err != nil:
+		return nil, fmt.Errorf("get secret %s: %w: %w", id, inbox.ErrUnavailable, err)
+	}
+	if out.SecretString == nil {
+		return nil, fmt.Errorf("secret %s: no SecretString", id)
+	}
+	list, err := Parse(*out.SecretString)
+	if err != nil {
+		return nil, fmt.Errorf("secret %s: %w", id, err)
+	}
+	s.put(id, entry{secrets: list, until: now.Add(s.ttl)})
+	return list, nil
+}
+
+func (s *Store) put(id string, e entry) {
+	s.mu.Lock()
+	s.cache[id] = e
+	s.mu.Unlock()
+}
+
+// Parse reads a SecretString: a JSON object {"signing_secrets":["current",
+// "previous"]} or, for anything that is not a JSON object, the string itself.
+func Parse(v string) ([][]byte, error) {
+	t := strings.TrimSpace(v)
+	if !strings.HasPrefix(t, "{") {
+		if t == "" {
+			return nil, errors.New("empty secret")
+		}
+		return [][]byte{[]byte(t)}, nil
+	}
+	var doc struct {
+		SigningSecrets []string `json:"signing_secrets"`
+	}
+	if err := json.Unmarshal([]byte(t), &doc); err != nil {
+		return nil, fmt.Errorf("secret JSON: %w", err)
+	}
+	out := make([][]byte, 0, len(doc.SigningSecrets))
+	for _, s := range doc.SigningSecrets {
+		if s != "" {
+			out = append(out, []byte(s))
+		}
+	}
+	if len(out) == 0 {
+		return nil, errors.New(`secret JSON: "signing_secrets" is empty`)
+	}
+	return out, nil
+}
+
+// IsNotFound reports whether err means the secret does not exist.
+func IsNotFound(err error) bool { return errors.Is(err, ErrNotFound) }

@@ -1,0 +1,140 @@
+// Package source holds the configured webhook sources: which endpoint name
+// uses which signature scheme with which options, and where its signing
+// secret lives.
+package source
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/webhook-inbox/webhook-inbox/internal/signature"
+)
+
+// ErrUnknown means no source is configured under the requested name, or the
+// account part of the path is not a valid account name.
+var ErrUnknown = errors.New("source: unknown")
+
+// Source is one configured endpoint: POST /webhooks/{name}[/{account}].
+type Source struct {
+	Name   string
+	Kind   string
+	Scheme signature.Scheme
+}
+
+// Set is the validated list of sources, looked up by name.
+type Set struct {
+	byName map[string]*Source
+	prefix string
+}
+
+// config is the JSON shape of one entry of SOURCES.
+type config struct {
+	Name    string `json:"name"`
+	Kind    string `json:"kind"`
+	Options struct {
+		Tolerance string `json:"tolerance"`
+	} `json:"options"`
+}
+
+// Parse validates SOURCES (a JSON list of {"name","kind","options"}) and the
+// secrets prefix. Every problem is reported, never silently defaulted.
+func Parse(sourcesJSON, secretsPrefix string) (*Set, error) {
+	var list []config
+	dec := json.NewDecoder(strings.NewReader(sourcesJSON))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&list); err != nil {
+		return nil, fmt.Errorf("SOURCES: %w", err)
+	}
+	if len(list) == 0 {
+		return nil, errors.New("SOURCES: no sources configured")
+	}
+	s := &Set{byName: make(map[string]*Source, len(list)), prefix: secretsPrefix}
+	for i, c := range list {
+		if !validName(c.Name, 64) {
+			return nil, fmt.Errorf("SOURCES[%d]: name %q: want 1-64 of [a-z0-9_-]", i, c.Name)
+		}
+		if _, dup := s.byName[c.Name]; dup {
+			return nil, fmt.Errorf("SOURCES[%d]: duplicate name %q", i, c.Name)
+		}
+		var o signature.Options
+		if c.Options.Tolerance != "" {
+			d, err := time.ParseDuration(c.Options.Tolerance)
+			if err != nil {
+				return nil, fmt.Errorf("SOURCES[%d] %s: tolerance: %w", i, c.Name, err)
+			}
+			if d <= 0 {
+				return nil, fmt.Errorf("SOURCES[%d] %s: tolerance %s: must be positive (timestamp checks cannot be disabled)", i, c.Name, c.Options.Tolerance)
+			}
+			o.Tolerance = d
+		}
+		scheme, err := signature.New(c.Kind, o)
+		if err != nil {
+			return nil, fmt.Errorf("SOURCES[%d] %s: %w", i, c.Name, err)
+		}
+		s.byName[c.Name] = &Source{Name: c.Name, Kind: c.Kind, Scheme: scheme}
+	}
+	return s, nil
+}
+
+// Lookup returns the source for a request path's {source} and {account}
+// parameters. ErrUnknown for an unconfigured name or an invalid account.
+func (s *Set) Lookup(name, account string) (*Source, error) {
+	src, ok := s.byName[name]
+	if !ok {
+		return nil, fmt.Errorf("%w: %q", ErrUnknown, name)
+	}
+	if account != "" && !validAccount(account) {
+		return nil, fmt.Errorf("%w: account %q", ErrUnknown, account)
+	}
+	return src, nil
+}
+
+// SecretID names the Secrets Manager secret of an endpoint: prefix + source
+// name, plus "/" + account for per-account endpoints.
+func (s *Set) SecretID(name, account string) string {
+	if account == "" {
+		return s.prefix + name
+	}
+	return s.prefix + name + "/" + account
+}
+
+// Names lists the configured source names.
+func (s *Set) Names() []string {
+	out := make([]string, 0, len(s.byName))
+	for n := range s.byName {
+		out = append(out, n)
+	}
+	return out
+}
+
+func validName(n string, max int) bool {
+	if n == "" || len(n) > max {
+		return false
+	}
+	for i := 0; i < len(n); i++ {
+		c := n[i]
+		if !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '-' || c == '_') {
+			return false
+		}
+	}
+	return true
+}
+
+// validAccount allows what account identifiers look like in practice (shop
+// domains, numeric ids, slugs) and nothing that could escape a key or a
+// secret name.
+func validAccount(a string) bool {
+	if a == "" || len(a) > 128 || a[0] == '.' {
+		return false
+	}
+	for i := 0; i < len(a); i++ {
+		c := a[i]
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-' || c == '_' || c == '.') {
+			return false
+		}
+	}
+	return true
+}
