@@ -1,0 +1,312 @@
+package ingest
+
+import (
+	"bytes"
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-lambda-go/events"
+
+	"github.com/webhook-inbox/webhook-inbox/internal/inbox"
+	"github.com/webhook-inbox/webhook-inbox/internal/signature"
+	"github.com/webhook-inbox/webhook-inbox/internal/source"
+)
+
+const testSecret = "whsec_test_secret_never_logged"
+
+var testNow = time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+
+var errNoSecret = errors.New("no such secret")
+
+// fakeSecrets serves secrets by id.
+type fakeSecrets map[string][][]byte
+
+func (f fakeSecrets) Get(_ context.Context, id string) ([][]byte, error) {
+	if s, ok := f[id]; ok {
+		return s, nil
+	}
+	return nil, errNoSecret
+}
+
+// memStore is an in-memory inbox with the store's duplicate semantics.
+type memStore struct {
+	mu     sync.Mutex
+	events map[string]inbox.Event
+	err    error
+}
+
+func (m *memStore) Insert(_ context.Context, e inbox.Event, _ time.Time) (inbox.Event, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.err != nil {
+		return inbox.Event{}, m.err
+	}
+	if old, ok := m.events[e.Key.String()]; ok {
+		return old, fmt.Errorf("insert: %w", inbox.ErrDuplicate)
+	}
+	m.events[e.Key.String()] = e
+	return e, nil
+}
+
+type fakeQueue struct {
+	sent []inbox.Key
+	err  error
+}
+
+func (q *fakeQueue) Enqueue(_ context.Context, k inbox.Key) error {
+	if q.err != nil {
+		return q.err
+	}
+	q.sent = append(q.sent, k)
+	return nil
+}
+
+type fixture struct {
+	h     *Handler
+	store *memStore
+	queue *fakeQueue
+	logs  *bytes.Buffer
+}
+
+func newFixture(tb testing.TB) *fixture {
+	tb.Helper()
+	set, err := source.Parse(`[{"name":"stripe","kind":"stripe"}]`, "wi/")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	f := &fixture{store: &memStore{events: map[string]inbox.Event{}}, queue: &fakeQueue{}, logs: &bytes.Buffer{}}
+	f.h, err = New(Config{
+		Sources:          set,
+		Secrets:          fakeSecrets{"wi/stripe": {[]byte(testSecret)}, "wi/stripe/acct_1": {[]byte("whsec_other")}},
+		IsSecretNotFound: func(err error) bool { return errors.Is(err, errNoSecret) },
+		Store:            f.store,
+		Queue:            f.queue,
+		MaxBodyBytes:     4096,
+		Retention:        24 * time.Hour,
+		Logger:           slog.New(slog.NewJSONHandler(f.logs, nil)),
+		Now:              func() time.Time { return testNow },
+	})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return f
+}
+
+const invoiceBody = `{"id":"evt_1","object":"event","created":1764500000,"type":"invoice.paid","data":{"object":{"id":"in_1"}}}`
+
+func signedRequest(body, secret string, at time.Time) events.APIGatewayV2HTTPRequest {
+	return events.APIGatewayV2HTTPRequest{
+		RawPath:        "/webhooks/stripe",
+		PathParameters: map[string]string{"source": "stripe"},
+		Headers: map[string]string{
+			"content-type":     "application/json",
+			"stripe-signature": signature.SignStripe([]byte(body), []byte(secret), at),
+		},
+		Body: body,
+		RequestContext: events.APIGatewayV2HTTPRequestContext{
+			HTTP: events.APIGatewayV2HTTPRequestContextHTTPDescription{Method: http.MethodPost},
+		},
+	}
+}
+
+func do(tb testing.TB, f *fixture, req events.APIGatewayV2HTTPRequest) (int, map[string]string) {
+	tb.Helper()
+	resp, err := f.h.HandleV2(context.Background(), req)
+	if err != nil {
+		tb.Fatalf("HandleV2 returned error %v; handlers answer with a status instead", err)
+	}
+	var body map[string]string
+	if err := json.Unmarshal([]byte(resp.Body), &body); err != nil {
+		tb.Fatalf("response body %q is not a JSON object: %v", resp.Body, err)
+	}
+	if got := resp.Headers["content-type"]; got != "application/json" {
+		tb.Errorf("content-type: got %q, want application/json", got)
+	}
+	return resp.StatusCode, body
+}
+
+func TestNewThenDuplicate(t *testing.T) {
+	f := newFixture(t)
+	req := signedRequest(invoiceBody, testSecret, testNow)
+
+	status, body := do(t, f, req)
+	if status != http.StatusAccepted || body["status"] != "accepted" || body["event_id"] != "evt_1" {
+		t.Fatalf("first delivery: got %d %v, want 202 accepted evt_1", status, body)
+	}
+	stored := f.store.events["stripe##evt_1"]
+	if stored.Status != inbox.StatusReceived || stored.Type != "invoice.paid" || string(stored.Payload) != invoiceBody {
+		t.Errorf("stored event: got %+v", stored)
+	}
+	if want := testNow.Add(24 * time.Hour); !stored.ExpiresAt.Equal(want) {
+		t.Errorf("expires_at: got %v, want %v", stored.ExpiresAt, want)
+	}
+	if !stored.Created.Equal(time.Unix(1764500000, 0)) {
+		t.Errorf("created: got %v", stored.Created)
+	}
+
+	status, body = do(t, f, req)
+	if status != http.StatusOK || body["status"] != "duplicate" || body["event_id"] != "evt_1" {
+		t.Fatalf("second delivery: got %d %v, want 200 duplicate", status, body)
+	}
+	if len(f.store.events) != 1 {
+		t.Errorf("stored events: got %d, want 1", len(f.store.events))
+	}
+	// Not processed yet, so the duplicate queues the event again (it may
+	// never have been queued the first time).
+	if len(f.queue.sent) != 2 {
+		t.Errorf("enqueued: got %d, want 2", len(f.queue.sent))
+	}
+}
+
+func TestDuplicateOfProcessedIsNotRequeued(t *testing.T) {
+	f := newFixture(t)
+	f.store.events["stripe##evt_1"] = inbox.Event{Key: inbox.Key{Source: "stripe", EventID: "evt_1"}, Status: inbox.StatusProcessed}
+	status, _ := do(t, f, signedRequest(invoiceBody, testSecret, testNow))
+	if status != http.StatusOK {
+		t.Fatalf("got %d, want 200", status)
+	}
+	if len(f.queue.sent) != 0 {
+		t.Errorf("enqueued: got %d, want 0", len(f.queue.sent))
+	}
+}
+
+func TestStatuses(t *testing.T) {
+	signed := signedRequest(invoiceBody, testSecret, testNow)
+	tests := []struct {
+		name       string
+		edit       func(*events.APIGatewayV2HTTPRequest, *fixture)
+		wantStatus int
+		wantError  string
+	}{
+		{"unknown source", func(r *events.APIGatewayV2HTTPRequest, _ *fixture) { r.PathParameters = map[string]string{"source": "nope"} }, 404, "not found"},
+		{"account without secret", func(r *events.APIGatewayV2HTTPRequest, _ *fixture) { r.PathParameters["account"] = "acct_2" }, 404, "not found"},
+		{"invalid account", func(r *events.APIGatewayV2HTTPRequest, _ *fixture) { r.PathParameters["account"] = "../x" }, 404, "not found"},
+		{"account with its own secret rejects the source secret", func(r *events.APIGatewayV2HTTPRequest, _ *fixture) { r.PathParameters["account"] = "acct_1" }, 401, "invalid signature"},
+		{"GET", func(r *events.APIGatewayV2HTTPRequest, _ *fixture) { r.RequestContext.HTTP.Method = "GET" }, 405, "method not allowed"},
+		{"missing signature", func(r *events.APIGatewayV2HTTPRequest, _ *fixture) { delete(r.Headers, "stripe-signature") }, 401, "invalid signature"},
+		{"t=abc", func(r *events.APIGatewayV2HTTPRequest, _ *fixture) { r.Headers["stripe-signature"] = "t=abc,v1=00" }, 401, "invalid signature"},
+		{"expired", func(r *events.APIGatewayV2HTTPRequest, _ *fixture) {
+			*r = signedRequest(invoiceBody, testSecret, testNow.Add(-6*time.Minute))
+		}, 401, "invalid signature"},
+		{"wrong secret", func(r *events.APIGatewayV2HTTPRequest, _ *fixture) {
+			*r = signedRequest(invoiceBody, "whsec_wrong", testNow)
+		}, 401, "invalid signature"},
+		{"body changed after signing", func(r *events.APIGatewayV2HTTPRequest, _ *fixture) { r.Body = strings.Replace(r.Body, "in_1", "in_2", 1) }, 401, "invalid signature"},
+		{"too large", func(r *events.APIGatewayV2HTTPRequest, _ *fixture) { r.Body = strings.Repeat("x", 5000) }, 413, "body too large"},
+		{"bad base64", func(r *events.APIGatewayV2HTTPRequest, _ *fixture) { r.IsBase64Encoded = true; r.Body = "%%%" }, 400, "invalid body encoding"},
+		{"signed but not JSON", func(r *events.APIGatewayV2HTTPRequest, _ *fixture) {
+			*r = signedRequest("not json", testSecret, testNow)
+		}, 400, "malformed event: missing or invalid id, type or created"},
+		{"signed but no id", func(r *events.APIGatewayV2HTTPRequest, _ *fixture) {
+			*r = signedRequest(`{"type":"invoice.paid"}`, testSecret, testNow)
+		}, 400, "malformed event: missing or invalid id, type or created"},
+		{"signed empty object", func(r *events.APIGatewayV2HTTPRequest, _ *fixture) {
+			*r = signedRequest(`{}`, testSecret, testNow)
+		}, 400, "malformed event: missing or invalid id, type or created"},
+		{"store down", func(_ *events.APIGatewayV2HTTPRequest, f *fixture) { f.store.err = inbox.ErrUnavailable }, 503, "temporarily unavailable"},
+		{"queue down", func(_ *events.APIGatewayV2HTTPRequest, f *fixture) { f.queue.err = inbox.ErrUnavailable }, 503, "temporarily unavailable"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f := newFixture(t)
+			req := signed
+			req.PathParameters = map[string]string{"source": "stripe"}
+			req.Headers = map[string]string{}
+			for k, v := range signed.Headers {
+				req.Headers[k] = v
+			}
+			tt.edit(&req, f)
+			status, body := do(t, f, req)
+			if status != tt.wantStatus || body["error"] != tt.wantError {
+				t.Errorf("got %d %v, want %d %q", status, body, tt.wantStatus, tt.wantError)
+			}
+			if tt.wantStatus < 500 && len(f.store.events) != 0 {
+				t.Errorf("a refused request stored %d events", len(f.store.events))
+			}
+		})
+	}
+}
+
+func TestBase64Body(t *testing.T) {
+	f := newFixture(t)
+	req := signedRequest(invoiceBody, testSecret, testNow)
+	req.IsBase64Encoded = true
+	req.Body = base64.StdEncoding.EncodeToString([]byte(invoiceBody))
+	if status, body := do(t, f, req); status != http.StatusAccepted {
+		t.Fatalf("got %d %v, want 202: the signature covers the decoded bytes", status, body)
+	}
+}
+
+// TestQueueFailureThenRetry covers the gap between "stored" and "queued":
+// the enqueue fails, the provider retries, and the retry queues the event.
+func TestQueueFailureThenRetry(t *testing.T) {
+	f := newFixture(t)
+	req := signedRequest(invoiceBody, testSecret, testNow)
+	f.queue.err = inbox.ErrUnavailable
+	if status, _ := do(t, f, req); status != http.StatusServiceUnavailable {
+		t.Fatalf("got %d, want 503", status)
+	}
+	f.queue.err = nil
+	if status, _ := do(t, f, req); status != http.StatusOK {
+		t.Fatalf("retry: got %d, want 200", status)
+	}
+	if len(f.queue.sent) != 1 || f.queue.sent[0].EventID != "evt_1" {
+		t.Errorf("enqueued: got %v, want [evt_1]", f.queue.sent)
+	}
+}
+
+// TestInvalidSignatureCannotReserveID: a forged request carrying a real
+// event id stores nothing, so the genuine delivery is still accepted.
+func TestInvalidSignatureCannotReserveID(t *testing.T) {
+	f := newFixture(t)
+	if status, _ := do(t, f, signedRequest(invoiceBody, "whsec_attacker", testNow)); status != http.StatusUnauthorized {
+		t.Fatalf("forged: got %d, want 401", status)
+	}
+	if status, _ := do(t, f, signedRequest(invoiceBody, testSecret, testNow)); status != http.StatusAccepted {
+		t.Fatalf("genuine: got %d, want 202", status)
+	}
+}
+
+// TestLogsCarryNoPayloadOrSecret captures the log lines of accepted and
+// rejected requests and looks for the body, the secret and the signature.
+func TestLogsCarryNoPayloadOrSecret(t *testing.T) {
+	f := newFixture(t)
+	req := signedRequest(invoiceBody, testSecret, testNow)
+	do(t, f, req)
+	do(t, f, req)
+	do(t, f, signedRequest(invoiceBody, "whsec_wrong", testNow))
+	logs := f.logs.String()
+	for _, secret := range []string{testSecret, "in_1", "whsec_wrong", req.Headers["stripe-signature"], `"data"`} {
+		if strings.Contains(logs, secret) {
+			t.Errorf("logs contain %q:\n%s", secret, logs)
+		}
+	}
+	lines := strings.Split(strings.TrimSpace(logs), "\n")
+	if len(lines) != 3 {
+		t.Fatalf("got %d log lines, want one per request:\n%s", len(lines), logs)
+	}
+	for i, want := range []string{"accepted", "duplicate", "rejected"} {
+		var line map[string]any
+		if err := json.Unmarshal([]byte(lines[i]), &line); err != nil {
+			t.Fatalf("line %d is not JSON: %v", i, err)
+		}
+		if line["outcome"] != want || line["source"] != "stripe" || line["duration_ms"] == nil {
+			t.Errorf("line %d: got %v, want outcome %q with source and duration", i, line, want)
+		}
+	}
+}
+
+func TestNewRejectsIncompleteConfig(t *testing.T) {
+	if _, err := New(Config{}); err == nil {
+		t.Fatal("got nil error for an empty config")
+	}
+}

@@ -1,0 +1,194 @@
+package processor_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-lambda-go/events"
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/webhook-inbox/webhook-inbox/internal/awstest"
+	"github.com/webhook-inbox/webhook-inbox/internal/examples"
+	"github.com/webhook-inbox/webhook-inbox/internal/inbox"
+	"github.com/webhook-inbox/webhook-inbox/internal/inboxstore"
+	"github.com/webhook-inbox/webhook-inbox/internal/processor"
+)
+
+type nopDLQ struct{}
+
+func (nopDLQ) Send(context.Context, string) error { return nil }
+
+func mustStore(tb testing.TB) *inboxstore.Store {
+	tb.Helper()
+	s := awstest.Start(tb)
+	db := dynamodb.NewFromConfig(s.Config())
+	_, err := db.CreateTable(context.Background(), &dynamodb.CreateTableInput{
+		TableName:            aws.String("inbox"),
+		BillingMode:          types.BillingModePayPerRequest,
+		KeySchema:            []types.KeySchemaElement{{AttributeName: aws.String("pk"), KeyType: types.KeyTypeHash}},
+		AttributeDefinitions: []types.AttributeDefinition{{AttributeName: aws.String("pk"), AttributeType: types.ScalarAttributeTypeS}},
+	})
+	if err != nil {
+		tb.Fatalf("create table: %v", err)
+	}
+	return inboxstore.New(db, "inbox")
+}
+
+func mustProcessor(tb testing.TB, store processor.Store, now func() time.Time) *processor.Processor {
+	tb.Helper()
+	p, err := processor.New(processor.Config{
+		Store: store, DeadLetters: nopDLQ{}, Routes: examples.Routes(), MaxReceiveCount: 5,
+		Logger: slog.New(slog.NewJSONHandler(&bytes.Buffer{}, nil)), Now: now,
+	})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return p
+}
+
+func invoicePaid(eventID, invoiceID string) []byte {
+	return fmt.Appendf(nil, `{"id":%q,"object":"event","type":"invoice.paid","created":1764500000,"data":{"object":{"id":%q,"object":"invoice","amount_paid":1000,"currency":"usd","customer":"cus_1"}}}`, eventID, invoiceID)
+}
+
+func mustInsert(tb testing.TB, s *inboxstore.Store, eventID, invoiceID string, now time.Time) inbox.Key {
+	tb.Helper()
+	k := inbox.Key{Source: "stripe", EventID: eventID}
+	_, err := s.Insert(context.Background(), inbox.Event{
+		Key: k, Kind: "stripe", Type: "invoice.paid", Payload: invoicePaid(eventID, invoiceID),
+		Status: inbox.StatusReceived, ReceivedAt: now, UpdatedAt: now, ExpiresAt: now.Add(time.Hour),
+	}, now)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return k
+}
+
+func sqsMessage(tb testing.TB, id string, k inbox.Key) events.SQSMessage {
+	tb.Helper()
+	body, err := inbox.EncodeMessage(k)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return events.SQSMessage{MessageId: id, Body: body, Attributes: map[string]string{"ApproximateReceiveCount": "1"}}
+}
+
+func mustEvent(tb testing.TB, s *inboxstore.Store, k inbox.Key) inbox.Event {
+	tb.Helper()
+	ev, err := s.Get(context.Background(), k, time.Now())
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return ev
+}
+
+// TestTwoWorkersOneMessage: the same event delivered to several workers at
+// once is applied by exactly one of them.
+func TestTwoWorkersOneMessage(t *testing.T) {
+	s := mustStore(t)
+	k := mustInsert(t, s, "evt_race", "in_race", time.Now())
+	const workers = 6
+	var wg sync.WaitGroup
+	retries := make([]int, workers)
+	for i := range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			p := mustProcessor(t, s, time.Now)
+			resp, err := p.Handle(context.Background(), events.SQSEvent{Records: []events.SQSMessage{sqsMessage(t, fmt.Sprintf("m%d", i), k)}})
+			if err != nil {
+				t.Error(err)
+			}
+			retries[i] = len(resp.BatchItemFailures)
+		}()
+	}
+	wg.Wait()
+	ev := mustEvent(t, s, k)
+	if ev.Status != inbox.StatusProcessed || ev.Outcome != inbox.OutcomeApplied {
+		t.Errorf("event: got %s/%s, want processed/applied", ev.Status, ev.Outcome)
+	}
+	if _, err := s.Effect(context.Background(), examples.InvoicePaidKind, "in_race"); err != nil {
+		t.Errorf("effect: %v", err)
+	}
+	// Losers either saw the lease (and retry later) or the processed
+	// status; a retry then acknowledges without a second effect.
+	p := mustProcessor(t, s, time.Now)
+	resp, _ := p.Handle(context.Background(), events.SQSEvent{Records: []events.SQSMessage{sqsMessage(t, "late", k)}})
+	if len(resp.BatchItemFailures) != 0 {
+		t.Errorf("redelivery after processing: got failures %v, want none", resp.BatchItemFailures)
+	}
+	if ev := mustEvent(t, s, k); ev.Attempts < 1 || ev.Status != inbox.StatusProcessed {
+		t.Errorf("after redelivery: got %+v", ev)
+	}
+}
+
+// TestCrashedWorkerLeaseExpires: a worker that claimed and died leaves the
+// event in processing; after its lease expires the next delivery applies it
+// exactly once.
+func TestCrashedWorkerLeaseExpires(t *testing.T) {
+	s := mustStore(t)
+	now := time.Now()
+	k := mustInsert(t, s, "evt_crash", "in_crash", now)
+	if _, err := s.Claim(context.Background(), k, "crashed-worker", now, now.Add(time.Minute)); err != nil {
+		t.Fatal(err)
+	}
+	// While the lease is live, another worker backs off.
+	p := mustProcessor(t, s, func() time.Time { return now.Add(time.Second) })
+	resp, _ := p.Handle(context.Background(), events.SQSEvent{Records: []events.SQSMessage{sqsMessage(t, "m1", k)}})
+	if len(resp.BatchItemFailures) != 1 {
+		t.Fatalf("live lease: got %d failures, want 1 (retry later)", len(resp.BatchItemFailures))
+	}
+	// After it expires, the redelivery applies the event.
+	p = mustProcessor(t, s, func() time.Time { return now.Add(2 * time.Minute) })
+	resp, _ = p.Handle(context.Background(), events.SQSEvent{Records: []events.SQSMessage{sqsMessage(t, "m1", k)}})
+	if len(resp.BatchItemFailures) != 0 {
+		t.Fatalf("expired lease: got failures %v", resp.BatchItemFailures)
+	}
+	ev := mustEvent(t, s, k)
+	if ev.Status != inbox.StatusProcessed || ev.Attempts != 2 {
+		t.Errorf("event: got status %s attempts %d, want processed 2", ev.Status, ev.Attempts)
+	}
+	// The crashed worker cannot commit afterwards.
+	plan, err := examples.StripeInvoicePaid(context.Background(), ev)
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = s.Complete(context.Background(), ev, "crashed-worker", plan, inbox.OutcomeApplied, now)
+	if !errors.Is(err, inbox.ErrLeaseLost) {
+		t.Errorf("late commit by crashed worker: got %v, want ErrLeaseLost", err)
+	}
+}
+
+// TestSameInvoiceTwoEvents: two different events carrying the same business
+// fact record it once; the second is processed as duplicate_effect.
+func TestSameInvoiceTwoEvents(t *testing.T) {
+	s := mustStore(t)
+	now := time.Now()
+	k1 := mustInsert(t, s, "evt_a", "in_same", now)
+	k2 := mustInsert(t, s, "evt_b", "in_same", now)
+	p := mustProcessor(t, s, time.Now)
+	resp, err := p.Handle(context.Background(), events.SQSEvent{Records: []events.SQSMessage{sqsMessage(t, "m1", k1), sqsMessage(t, "m2", k2)}})
+	if err != nil || len(resp.BatchItemFailures) != 0 {
+		t.Fatalf("got %v %v, want no failures", resp.BatchItemFailures, err)
+	}
+	if got := mustEvent(t, s, k1).Outcome; got != inbox.OutcomeApplied {
+		t.Errorf("first: got %s, want applied", got)
+	}
+	if got := mustEvent(t, s, k2).Outcome; got != inbox.OutcomeDuplicateEffect {
+		t.Errorf("second: got %s, want duplicate_effect", got)
+	}
+	eff, err := s.Effect(context.Background(), examples.InvoicePaidKind, "in_same")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if eff["event_key"] != k1.String() || fmt.Sprint(eff["amount_paid"]) != "1000" {
+		t.Errorf("effect: got %v, want event_key %s and amount_paid 1000", eff, k1)
+	}
+}
