@@ -1,0 +1,150 @@
+// Command run is `make run`: the whole system on this machine with no
+// Docker and no AWS account. It starts moto's server on 127.0.0.1:4566,
+// creates the table and queues that template.yaml declares, seeds the
+// secrets of infra/local/sources.json, serves the HTTP API on
+// 127.0.0.1:3000 with the ingest handler, and feeds the main queue to the
+// processor handler as Lambda's SQS event source would. Ctrl-C stops all of
+// it, moto included.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"syscall"
+	"time"
+
+	awsconfig "github.com/aws/aws-sdk-go-v2/config"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+
+	"github.com/webhook-inbox/webhook-inbox/infra/local"
+	"github.com/webhook-inbox/webhook-inbox/internal/awstest"
+	"github.com/webhook-inbox/webhook-inbox/internal/obs"
+)
+
+func main() {
+	if err := run(); err != nil {
+		fmt.Fprintln(os.Stderr, "run:", err)
+		os.Exit(1)
+	}
+}
+
+func run() error {
+	apiAddr := flag.String("api", "127.0.0.1:3000", "address of the local HTTP API")
+	motoPort := flag.Int("moto-port", 4566, "port of moto's server on 127.0.0.1")
+	tplPath := flag.String("template", "template.yaml", "SAM template to read resources from")
+	srcPath := flag.String("sources", "infra/local/sources.json", "local sources with dev-only secrets")
+	stateDir := flag.String("state", ".local", "directory for the emulator's log")
+	flag.Parse()
+
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+
+	sources, err := local.LoadSources(*srcPath)
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(*stateDir, 0o755); err != nil {
+		return err
+	}
+	motoLog, err := os.Create(filepath.Join(*stateDir, "moto.log"))
+	if err != nil {
+		return err
+	}
+	defer motoLog.Close()
+	bin, err := awstest.MotoBinary()
+	if err != nil {
+		return err
+	}
+	if l, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", *motoPort)); err != nil {
+		return fmt.Errorf("port %d is taken (is another `make run` running?): %w", *motoPort, err)
+	} else {
+		l.Close()
+	}
+	moto, err := awstest.Launch(ctx, bin, *motoPort, motoLog)
+	if err != nil {
+		return err
+	}
+	defer moto.Stop()
+
+	// The functions find the emulator through the SDK's own settings, as
+	// they would any endpoint.
+	for k, v := range map[string]string{
+		"AWS_ENDPOINT_URL":      moto.Endpoint,
+		"AWS_REGION":            awstest.Region,
+		"AWS_ACCESS_KEY_ID":     "test",
+		"AWS_SECRET_ACCESS_KEY": "test",
+	} {
+		os.Setenv(k, v)
+	}
+	cfg, err := awsconfig.LoadDefaultConfig(ctx)
+	if err != nil {
+		return err
+	}
+	log := obs.NewLogger(os.Stdout, slog.LevelInfo)
+	stack, err := local.Setup(ctx, cfg, *tplPath, sources, log)
+	if err != nil {
+		return err
+	}
+
+	ln, err := net.Listen("tcp", *apiAddr)
+	if err != nil {
+		return fmt.Errorf("listen on %s: %w", *apiAddr, err)
+	}
+	srv := &http.Server{Handler: local.NewAPI(stack.Ingest.HandleV2, local.APIOptions{Logger: log.With("component", "api")}), ReadHeaderTimeout: 10 * time.Second}
+	srvErr := make(chan error, 1)
+	go func() { srvErr <- srv.Serve(ln) }()
+
+	poller := stack.Poller(sqs.NewFromConfig(cfg), cfg.Region, log.With("component", "poller"))
+	pollDone := make(chan error, 1)
+	go func() { pollDone <- poller.Run(ctx) }()
+
+	fmt.Fprintf(os.Stderr, `
+webhook-inbox is running locally.
+  API         http://%s/webhooks/{source}[/{account}]   sources: %v
+  AWS (moto)  %s   table %s
+              main queue %s
+              DLQ        %s (after %d receives; visibility %s)
+  Send a signed Stripe invoice.paid:   make send
+  Inspect:  aws --endpoint-url %s dynamodb scan --table-name %s
+  Ctrl-C stops everything.
+
+`, ln.Addr(), sourceNames(sources), moto.Endpoint, stack.Resources.TableName, stack.Resources.QueueURL,
+		stack.Resources.DLQURL, stack.Resources.MaxReceiveCount, stack.Resources.VisibilityTimeout,
+		moto.Endpoint, stack.Resources.TableName)
+
+	pollerStopped := false
+	select {
+	case <-ctx.Done():
+	case err = <-srvErr:
+	case err = <-pollDone:
+		pollerStopped = true
+	}
+	stop()
+	shutdownCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	_ = srv.Shutdown(shutdownCtx)
+	if !pollerStopped {
+		<-pollDone
+	}
+	fmt.Fprintln(os.Stderr, "stopped")
+	if err != nil && !errors.Is(err, http.ErrServerClosed) {
+		return err
+	}
+	return nil
+}
+
+func sourceNames(f local.SourcesFile) []string {
+	var out []string
+	for _, s := range f.Sources {
+		out = append(out, s.Name)
+	}
+	return out
+}

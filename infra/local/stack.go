@@ -1,0 +1,198 @@
+package local
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"strconv"
+	"strings"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
+	smtypes "github.com/aws/aws-sdk-go-v2/service/secretsmanager/types"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+
+	"github.com/webhook-inbox/webhook-inbox/infra/local/template"
+	"github.com/webhook-inbox/webhook-inbox/internal/app"
+	"github.com/webhook-inbox/webhook-inbox/internal/config"
+	"github.com/webhook-inbox/webhook-inbox/internal/ingest"
+	"github.com/webhook-inbox/webhook-inbox/internal/processor"
+	"github.com/webhook-inbox/webhook-inbox/internal/replay"
+)
+
+// LocalSource is one entry of infra/local/sources.json: a source as the
+// functions' SOURCES lists it, plus its dev-only signing secrets.
+type LocalSource struct {
+	Name    string          `json:"name"`
+	Kind    string          `json:"kind"`
+	Options json.RawMessage `json:"options,omitempty"`
+	// Secrets are dev-only signing secrets, seeded into the local Secrets
+	// Manager; the first one signs what `make send` sends.
+	Secrets []string `json:"secrets"`
+}
+
+// SourcesFile is the shape of infra/local/sources.json.
+type SourcesFile struct {
+	SecretsPrefix string        `json:"secrets_prefix"`
+	Sources       []LocalSource `json:"sources"`
+}
+
+// LoadSources reads and checks a sources file.
+func LoadSources(path string) (SourcesFile, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return SourcesFile{}, err
+	}
+	var f SourcesFile
+	dec := json.NewDecoder(strings.NewReader(string(b)))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&f); err != nil {
+		return SourcesFile{}, fmt.Errorf("%s: %w", path, err)
+	}
+	for _, s := range f.Sources {
+		if len(s.Secrets) == 0 {
+			return SourcesFile{}, fmt.Errorf("%s: source %q has no secrets", path, s.Name)
+		}
+	}
+	return f, nil
+}
+
+// Source returns the named source.
+func (f SourcesFile) Source(name string) (LocalSource, error) {
+	for _, s := range f.Sources {
+		if s.Name == name {
+			return s, nil
+		}
+	}
+	return LocalSource{}, fmt.Errorf("no source %q in the sources file", name)
+}
+
+// sourcesJSON renders SOURCES: the list without the secrets.
+func (f SourcesFile) sourcesJSON() (string, error) {
+	type entry struct {
+		Name    string          `json:"name"`
+		Kind    string          `json:"kind"`
+		Options json.RawMessage `json:"options,omitempty"`
+	}
+	list := make([]entry, 0, len(f.Sources))
+	for _, s := range f.Sources {
+		list = append(list, entry{s.Name, s.Kind, s.Options})
+	}
+	b, err := json.Marshal(list)
+	return string(b), err
+}
+
+// Stack is the local deployment: resources provisioned from template.yaml
+// in the emulator, and the three handlers wired exactly as in Lambda.
+type Stack struct {
+	Resources template.Resources
+	// Env is the functions' environment, as the template would set it.
+	Env       map[string]string
+	Ingest    *ingest.Handler
+	Processor *processor.Processor
+	Replay    *replay.Replayer
+}
+
+// Setup provisions the table and queues that template.yaml declares, seeds
+// the sources' secrets, and builds the handlers with the same wiring as the
+// Lambda mains. It is idempotent against a running emulator.
+func Setup(ctx context.Context, cfg aws.Config, templatePath string, sources SourcesFile, log *slog.Logger) (*Stack, error) {
+	tpl, err := template.Load(templatePath)
+	if err != nil {
+		return nil, fmt.Errorf("load %s: %w", templatePath, err)
+	}
+	res, err := template.Provision(ctx, dynamodb.NewFromConfig(cfg), sqs.NewFromConfig(cfg), tpl, template.ProvisionOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("provision: %w", err)
+	}
+	if err := seedSecrets(ctx, secretsmanager.NewFromConfig(cfg), sources); err != nil {
+		return nil, err
+	}
+	srcJSON, err := sources.sourcesJSON()
+	if err != nil {
+		return nil, err
+	}
+	env := map[string]string{
+		"INBOX_TABLE":       res.TableName,
+		"QUEUE_URL":         res.QueueURL,
+		"DLQ_URL":           res.DLQURL,
+		"SOURCES":           srcJSON,
+		"SECRETS_PREFIX":    sources.SecretsPrefix,
+		"MAX_RECEIVE_COUNT": strconv.Itoa(res.MaxReceiveCount),
+	}
+	// The remaining settings take the template's parameter defaults.
+	for name, param := range map[string]string{
+		"MAX_BODY_BYTES":         "MaxBodyBytes",
+		"PAYLOAD_RETENTION_DAYS": "PayloadRetentionDays",
+		"LOG_LEVEL":              "LogLevel",
+	} {
+		v, err := tpl.ParameterValue(param)
+		if err != nil {
+			return nil, fmt.Errorf("template parameter %s: %w", param, err)
+		}
+		env[name] = v
+	}
+	getenv := func(k string) string { return env[k] }
+	s := &Stack{Resources: res, Env: env}
+	var errs []error
+	if c, err := config.Load(getenv, app.IngestNeeds); err != nil {
+		errs = append(errs, err)
+	} else if s.Ingest, err = app.Ingest(c, cfg, log.With("function", "ingest")); err != nil {
+		errs = append(errs, err)
+	}
+	if c, err := config.Load(getenv, app.ProcessorNeeds); err != nil {
+		errs = append(errs, err)
+	} else if s.Processor, err = app.Processor(c, cfg, log.With("function", "processor")); err != nil {
+		errs = append(errs, err)
+	}
+	if c, err := config.Load(getenv, app.ReplayNeeds); err != nil {
+		errs = append(errs, err)
+	} else {
+		s.Replay = app.Replay(c, cfg, log.With("function", "replay"))
+	}
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// Poller returns the local event source mapping for the processor.
+func (s *Stack) Poller(client SQSAPI, region string, log *slog.Logger) *Poller {
+	batch := s.Resources.BatchSize
+	if batch > 10 || batch < 1 {
+		batch = 10
+	}
+	return &Poller{
+		SQS: client, QueueURL: s.Resources.QueueURL, QueueARN: s.Resources.QueueARN, Region: region,
+		BatchSize: int32(batch), Handler: s.Processor.Handle, Logger: log,
+	}
+}
+
+// seedSecrets stores each source's secrets under SECRETS_PREFIX + name:
+// one secret as a plain SecretString, several as {"signing_secrets":[…]}.
+func seedSecrets(ctx context.Context, sm *secretsmanager.Client, f SourcesFile) error {
+	for _, s := range f.Sources {
+		id := f.SecretsPrefix + s.Name
+		value := s.Secrets[0]
+		if len(s.Secrets) > 1 {
+			b, err := json.Marshal(map[string][]string{"signing_secrets": s.Secrets})
+			if err != nil {
+				return err
+			}
+			value = string(b)
+		}
+		_, err := sm.CreateSecret(ctx, &secretsmanager.CreateSecretInput{Name: &id, SecretString: &value})
+		var exists *smtypes.ResourceExistsException
+		if errors.As(err, &exists) {
+			_, err = sm.PutSecretValue(ctx, &secretsmanager.PutSecretValueInput{SecretId: &id, SecretString: &value})
+		}
+		if err != nil {
+			return fmt.Errorf("seed secret %s: %w", id, err)
+		}
+	}
+	return nil
+}
