@@ -14,6 +14,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"strconv"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -92,8 +93,6 @@ func Launch(ctx context.Context, bin string, port int, out *os.File) (*Server, e
 	deadline := time.Now().Add(30 * time.Second)
 	for {
 		if err := s.ping(ctx); err == nil {
-			go func() { <-exited }()
-			s.cmd = cmd
 			return s, nil
 		}
 		select {
@@ -155,6 +154,30 @@ func (s *Server) Config() aws.Config {
 		BaseEndpoint: aws.String(s.Endpoint),
 		Retryer:      func() aws.Retryer { return aws.NopRetryer{} },
 	}
+}
+
+// SerialConfig is Config with every request sent one at a time. moto
+// checks a write's condition and then writes without a lock, so two
+// overlapping requests can both pass a condition DynamoDB evaluates
+// atomically. Serializing the round trips restores per-request atomicity;
+// callers' goroutines still interleave between requests, so race tests still
+// catch code that decides anything outside its conditional writes. Do not
+// use it for long polls: they would hold up every other request.
+func (s *Server) SerialConfig() aws.Config {
+	cfg := s.Config()
+	cfg.HTTPClient = &serialClient{}
+	return cfg
+}
+
+type serialClient struct {
+	mu sync.Mutex
+	c  http.Client
+}
+
+func (s *serialClient) Do(r *http.Request) (*http.Response, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.c.Do(r)
 }
 
 // FreePort asks the kernel for a free TCP port on 127.0.0.1.

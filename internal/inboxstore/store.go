@@ -188,7 +188,7 @@ func (s *Store) Get(ctx context.Context, k inbox.Key, now time.Time) (inbox.Even
 }
 
 // Claim takes a lease on the event for owner until leaseUntil and counts an
-// attempt. It succeeds for events that are received, failed or dead, and for
+// attempt. An event whose TTL has passed counts as absent. It succeeds for events that are received, failed or dead, and for
 // events in processing whose lease has expired (a crashed worker). It
 // returns inbox.ErrAlreadyProcessed, inbox.ErrClaimed (another live lease)
 // or inbox.ErrNotFound otherwise.
@@ -197,8 +197,9 @@ func (s *Store) Claim(ctx context.Context, k inbox.Key, owner string, now, lease
 		TableName:        &s.table,
 		Key:              map[string]types.AttributeValue{"pk": str(pk(k))},
 		UpdateExpression: aws.String("SET #status = :processing, lease_owner = :owner, lease_until = :until, attempts = if_not_exists(attempts, :zero) + :one, updated_at = :now"),
-		ConditionExpression: aws.String("attribute_exists(pk) AND (#status IN (:received, :failed, :dead) OR " +
-			"(#status = :processing AND lease_until < :nowms))"),
+		ConditionExpression: aws.String("attribute_exists(pk) AND " +
+			"(attribute_not_exists(expires_at) OR expires_at >= :nows) AND " +
+			"(#status IN (:received, :failed, :dead) OR (#status = :processing AND lease_until < :nowms))"),
 		ExpressionAttributeNames: map[string]string{"#status": "status"},
 		ExpressionAttributeValues: map[string]types.AttributeValue{
 			":processing": str(string(inbox.StatusProcessing)),
@@ -208,6 +209,7 @@ func (s *Store) Claim(ctx context.Context, k inbox.Key, owner string, now, lease
 			":owner":      str(owner),
 			":until":      num(leaseUntil.UnixMilli()),
 			":nowms":      num(now.UnixMilli()),
+			":nows":       num(now.Unix()),
 			":now":        str(ts(now)),
 			":zero":       num(0),
 			":one":        num(1),
@@ -224,6 +226,9 @@ func (s *Store) Claim(ctx context.Context, k inbox.Key, owner string, now, lease
 		old, derr := decode(ccf.Item)
 		if derr != nil {
 			return inbox.Event{}, fmt.Errorf("claim %s: %w", k, derr)
+		}
+		if !old.ExpiresAt.IsZero() && old.ExpiresAt.Before(now) {
+			return inbox.Event{}, fmt.Errorf("claim %s: expired: %w", k, inbox.ErrNotFound)
 		}
 		if old.Status == inbox.StatusProcessed {
 			return old, fmt.Errorf("claim %s: %w", k, inbox.ErrAlreadyProcessed)
@@ -340,7 +345,8 @@ func (s *Store) Fail(ctx context.Context, k inbox.Key, owner string, status inbo
 }
 
 // Effect returns the attributes of a stored effect record, or
-// inbox.ErrNotFound.
+// inbox.ErrNotFound. Numbers come back as int64 when they are integers,
+// float64 otherwise.
 func (s *Store) Effect(ctx context.Context, kind, key string) (map[string]any, error) {
 	id := effects.Record{Kind: kind, Key: key}.ID()
 	out, err := s.api.GetItem(ctx, &dynamodb.GetItemInput{
@@ -355,8 +361,18 @@ func (s *Store) Effect(ctx context.Context, kind, key string) (map[string]any, e
 		return nil, fmt.Errorf("effect %s: %w", id, inbox.ErrNotFound)
 	}
 	var m map[string]any
-	if err := attributevalue.UnmarshalMap(out.Item, &m); err != nil {
+	err = attributevalue.UnmarshalMapWithOptions(out.Item, &m, func(o *attributevalue.DecoderOptions) { o.UseNumber = true })
+	if err != nil {
 		return nil, fmt.Errorf("effect %s: %w", id, err)
+	}
+	for k, v := range m {
+		if n, ok := v.(attributevalue.Number); ok {
+			if i, err := n.Int64(); err == nil {
+				m[k] = i
+			} else if f, err := n.Float64(); err == nil {
+				m[k] = f
+			}
+		}
 	}
 	return m, nil
 }

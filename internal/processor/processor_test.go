@@ -132,10 +132,14 @@ func TestRecordOutcomes(t *testing.T) {
 			handler:   func(context.Context, inbox.Event) (effects.Plan, error) { return effects.Plan{}, errBoom },
 			wantRetry: true, wantFails: []inbox.Status{inbox.StatusDead}, wantOutcome: "dead"},
 		{name: "permanent error goes to the DLQ at once", receives: 1, claim: claimed,
-			handler:   func(context.Context, inbox.Event) (effects.Plan, error) { return effects.Plan{}, effects.Permanent(errBoom) },
+			handler: func(context.Context, inbox.Event) (effects.Plan, error) {
+				return effects.Plan{}, effects.Permanent(errBoom)
+			},
 			wantFails: []inbox.Status{inbox.StatusDead}, wantDLQ: 1, wantOutcome: "dead"},
 		{name: "permanent error with DLQ down is retried", receives: 1, claim: claimed, dlqErr: inbox.ErrUnavailable,
-			handler:   func(context.Context, inbox.Event) (effects.Plan, error) { return effects.Plan{}, effects.Permanent(errBoom) },
+			handler: func(context.Context, inbox.Event) (effects.Plan, error) {
+				return effects.Plan{}, effects.Permanent(errBoom)
+			},
 			wantRetry: true, wantFails: []inbox.Status{inbox.StatusDead}, wantOutcome: "retry"},
 		{name: "invalid plan is permanent", receives: 1, claim: claimed,
 			handler:   func(context.Context, inbox.Event) (effects.Plan, error) { return planOf("a", "a"), nil },

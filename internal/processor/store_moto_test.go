@@ -29,7 +29,7 @@ func (nopDLQ) Send(context.Context, string) error { return nil }
 func mustStore(tb testing.TB) *inboxstore.Store {
 	tb.Helper()
 	s := awstest.Start(tb)
-	db := dynamodb.NewFromConfig(s.Config())
+	db := dynamodb.NewFromConfig(s.SerialConfig())
 	_, err := db.CreateTable(context.Background(), &dynamodb.CreateTableInput{
 		TableName:            aws.String("inbox"),
 		BillingMode:          types.BillingModePayPerRequest,

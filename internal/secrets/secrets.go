@@ -84,10 +84,25 @@ func (s *Store) Get(ctx context.Context, id string) ([][]byte, error) {
 	return list, nil
 }
 
+// maxEntries bounds the cache: account names come from request paths, so
+// an attacker could otherwise grow it with one made-up account per request.
+const maxEntries = 1024
+
 func (s *Store) put(id string, e entry) {
 	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(s.cache) >= maxEntries {
+		now := s.now()
+		for k, old := range s.cache {
+			if !now.Before(old.until) || old.err != nil {
+				delete(s.cache, k)
+			}
+		}
+	}
+	if len(s.cache) >= maxEntries && e.err != nil {
+		return // full of found secrets: do not cache another absence
+	}
 	s.cache[id] = e
-	s.mu.Unlock()
 }
 
 // Parse reads a SecretString: a JSON object {"signing_secrets":["current",

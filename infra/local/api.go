@@ -1,0 +1,396 @@
+package local
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/base64"
+	"encoding/hex"
+	"fmt"
+	"io"
+	"log/slog"
+	"mime"
+	"net"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/aws/aws-lambda-go/events"
+	"github.com/aws/aws-lambda-go/lambdacontext"
+)
+
+// DefaultMaxRequestBytes is API Gateway's own payload quota (10 MB), used when
+// APIOptions.MaxRequestBytes is not positive.
+const DefaultMaxRequestBytes = 10 << 20
+
+// Values API Gateway puts in every event; locally there is no real account or
+// API id, so these are fixed placeholders.
+const (
+	localAccountID = "000000000000"
+	localAPIID     = "local"
+	defaultStage   = "$default"
+	// requestTimeFormat is the layout of requestContext.time.
+	requestTimeFormat = "02/Jan/2006:15:04:05 -0700"
+)
+
+// IngestFunc is the ingest Lambda's handler signature: exactly what
+// functions/ingest passes to lambda.Start.
+type IngestFunc func(context.Context, events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error)
+
+// APIOptions configures NewAPI.
+type APIOptions struct {
+	// MaxRequestBytes caps the request body; a larger body is answered 413
+	// without calling the handler. Zero or less means DefaultMaxRequestBytes.
+	MaxRequestBytes int64
+	// Logger receives one line per request (never the body). Nil discards.
+	Logger *slog.Logger
+}
+
+// NewAPI returns an http.Handler that behaves like the project's API Gateway
+// HTTP API in front of h: it serves the routes /webhooks/{source} and
+// /webhooks/{source}/{account} for every method (h answers 405 itself),
+// answers 404 {"message":"Not Found"} for any other path, converts each
+// request into a payload format 2.0 event, and writes h's response back.
+//
+// When h returns an error or panics the client gets what API Gateway sends
+// for a failed invocation, 500 {"message":"Internal Server Error"}, and the
+// error is logged.
+func NewAPI(h IngestFunc, opts APIOptions) http.Handler {
+	max := opts.MaxRequestBytes
+	if max <= 0 {
+		max = DefaultMaxRequestBytes
+	}
+	logger := opts.Logger
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	return &api{handler: h, maxBytes: max, log: logger}
+}
+
+type api struct {
+	handler  IngestFunc
+	maxBytes int64
+	log      *slog.Logger
+}
+
+func (a *api) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	start := time.Now()
+	reqID := newRequestID()
+	w.Header().Set("Apigw-Requestid", reqID)
+	status, routeKey, err := a.serve(w, r, start, reqID)
+	attrs := []slog.Attr{
+		slog.String("request_id", reqID),
+		slog.String("method", r.Method),
+		slog.String("path", r.URL.EscapedPath()),
+		slog.String("route", routeKey),
+		slog.Int("status", status),
+		slog.Duration("duration", time.Since(start)),
+	}
+	level := slog.LevelInfo
+	if err != nil {
+		level = slog.LevelError
+		attrs = append(attrs, slog.String("error", err.Error()))
+	}
+	a.log.LogAttrs(r.Context(), level, "http request", attrs...)
+}
+
+// serve answers one request and reports the status written, the matched
+// route key (empty when none) and the error, if any, that made it a 5xx.
+func (a *api) serve(w http.ResponseWriter, r *http.Request, start time.Time, reqID string) (int, string, error) {
+	routeKey, params, ok := matchRoute(r.Method, r.URL.EscapedPath())
+	if !ok {
+		return writeMessage(w, http.StatusNotFound, "Not Found"), "", nil
+	}
+	if r.ContentLength > a.maxBytes {
+		return writeMessage(w, http.StatusRequestEntityTooLarge, "Request Entity Too Large"), routeKey, nil
+	}
+	body, err := io.ReadAll(io.LimitReader(r.Body, a.maxBytes+1))
+	if err != nil {
+		return writeMessage(w, http.StatusBadRequest, "Bad Request"), routeKey, nil
+	}
+	if int64(len(body)) > a.maxBytes {
+		return writeMessage(w, http.StatusRequestEntityTooLarge, "Request Entity Too Large"), routeKey, nil
+	}
+
+	ev := newEvent(r, body, routeKey, params, reqID, start)
+	resp, err := a.invoke(r.Context(), ev)
+	if err != nil {
+		return writeMessage(w, http.StatusInternalServerError, "Internal Server Error"), routeKey, err
+	}
+	status, err := writeResponse(w, resp)
+	if err != nil {
+		return writeMessage(w, http.StatusInternalServerError, "Internal Server Error"), routeKey, err
+	}
+	return status, routeKey, nil
+}
+
+// invoke calls the handler the way the Lambda runtime does: with a
+// lambdacontext carrying a fresh request id, and with a panic turned into an
+// invocation error instead of a dropped connection.
+func (a *api) invoke(ctx context.Context, ev events.APIGatewayV2HTTPRequest) (resp events.APIGatewayV2HTTPResponse, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("ingest handler panicked: %v", p)
+		}
+	}()
+	ctx = lambdacontext.NewContext(ctx, &lambdacontext.LambdaContext{AwsRequestID: newUUID()})
+	resp, err = a.handler(ctx, ev)
+	if err != nil {
+		return resp, fmt.Errorf("ingest handler: %w", err)
+	}
+	return resp, nil
+}
+
+// matchRoute maps an escaped request path onto the template's routes.
+// Path parameters must be non-empty single segments; their values are
+// unescaped, so %2F stays inside one parameter.
+func matchRoute(method, escapedPath string) (routeKey string, params map[string]string, ok bool) {
+	rest, found := strings.CutPrefix(escapedPath, "/webhooks/")
+	if !found {
+		return "", nil, false
+	}
+	segs := strings.Split(rest, "/")
+	if len(segs) > 2 {
+		return "", nil, false
+	}
+	names := []string{"source", "account"}
+	params = make(map[string]string, len(segs))
+	for i, seg := range segs {
+		v, err := url.PathUnescape(seg)
+		if err != nil || v == "" {
+			return "", nil, false
+		}
+		params[names[i]] = v
+	}
+	path := "/webhooks/{source}"
+	if len(segs) == 2 {
+		path += "/{account}"
+	}
+	verb := "ANY"
+	if method == http.MethodPost {
+		verb = http.MethodPost
+	}
+	return verb + " " + path, params, true
+}
+
+// newEvent builds the payload format 2.0 event API Gateway HTTP APIs send.
+func newEvent(r *http.Request, body []byte, routeKey string, params map[string]string, reqID string, now time.Time) events.APIGatewayV2HTTPRequest {
+	sourceIP := remoteIP(r.RemoteAddr)
+	headers, cookies := eventHeaders(r, sourceIP)
+
+	var query map[string]string
+	if r.URL.RawQuery != "" {
+		// A malformed pair is skipped; the parsed ones still count.
+		vals, _ := url.ParseQuery(r.URL.RawQuery)
+		if len(vals) > 0 {
+			query = make(map[string]string, len(vals))
+			for k, vs := range vals {
+				query[k] = strings.Join(vs, ",")
+			}
+		}
+	}
+
+	domain := r.Host
+	if h, _, err := net.SplitHostPort(domain); err == nil {
+		domain = h
+	}
+	prefix, _, _ := strings.Cut(domain, ".")
+
+	ev := events.APIGatewayV2HTTPRequest{
+		Version:               "2.0",
+		RouteKey:              routeKey,
+		RawPath:               r.URL.EscapedPath(),
+		RawQueryString:        r.URL.RawQuery,
+		Cookies:               cookies,
+		Headers:               headers,
+		QueryStringParameters: query,
+		PathParameters:        params,
+		RequestContext: events.APIGatewayV2HTTPRequestContext{
+			RouteKey:     routeKey,
+			AccountID:    localAccountID,
+			Stage:        defaultStage,
+			RequestID:    reqID,
+			APIID:        localAPIID,
+			DomainName:   domain,
+			DomainPrefix: prefix,
+			Time:         now.UTC().Format(requestTimeFormat),
+			TimeEpoch:    now.UnixMilli(),
+			HTTP: events.APIGatewayV2HTTPRequestContextHTTPDescription{
+				Method:    r.Method,
+				Path:      r.URL.Path,
+				Protocol:  r.Proto,
+				SourceIP:  sourceIP,
+				UserAgent: r.UserAgent(),
+			},
+		},
+	}
+	if len(body) > 0 {
+		if BodyIsText(r.Header.Get("Content-Type")) {
+			ev.Body = string(body)
+		} else {
+			ev.Body = base64.StdEncoding.EncodeToString(body)
+			ev.IsBase64Encoded = true
+		}
+	}
+	return ev
+}
+
+// eventHeaders returns the event's headers (lowercase names, repeated
+// values joined with commas, no Cookie) and its cookies, and adds the
+// headers API Gateway itself sets.
+func eventHeaders(r *http.Request, sourceIP string) (map[string]string, []string) {
+	headers := make(map[string]string, len(r.Header)+5)
+	var cookies []string
+	for name, vals := range r.Header {
+		lname := strings.ToLower(name)
+		if lname == "cookie" {
+			for _, line := range vals {
+				for c := range strings.SplitSeq(line, ";") {
+					if c = strings.TrimSpace(c); c != "" {
+						cookies = append(cookies, c)
+					}
+				}
+			}
+			continue
+		}
+		v := strings.Join(vals, ",")
+		if prev, ok := headers[lname]; ok {
+			v = prev + "," + v
+		}
+		headers[lname] = v
+	}
+	headers["host"] = r.Host
+	if prev := headers["x-forwarded-for"]; prev != "" {
+		headers["x-forwarded-for"] = prev + ", " + sourceIP
+	} else {
+		headers["x-forwarded-for"] = sourceIP
+	}
+	proto := "http"
+	if r.TLS != nil {
+		proto = "https"
+	}
+	headers["x-forwarded-proto"] = proto
+	if addr, ok := r.Context().Value(http.LocalAddrContextKey).(net.Addr); ok {
+		if _, port, err := net.SplitHostPort(addr.String()); err == nil {
+			headers["x-forwarded-port"] = port
+		}
+	}
+	if _, ok := headers["x-amzn-trace-id"]; !ok {
+		headers["x-amzn-trace-id"] = newTraceID()
+	}
+	return headers, cookies
+}
+
+// BodyIsText reports whether an API Gateway HTTP API passes a request body
+// with this Content-Type to Lambda as text; every other body, including one
+// with no Content-Type, arrives base64-encoded with isBase64Encoded true.
+// Text types are text/*, application/json, application/*+json,
+// application/xml, application/*+xml, application/javascript and
+// application/x-javascript; parameters and case are ignored.
+func BodyIsText(contentType string) bool {
+	mt, _, err := mime.ParseMediaType(contentType)
+	if err != nil {
+		// A malformed parameter list still names the type before ';'.
+		mt, _, _ = strings.Cut(contentType, ";")
+		mt = strings.ToLower(strings.TrimSpace(mt))
+	}
+	typ, sub, ok := strings.Cut(mt, "/")
+	if !ok || typ == "" || sub == "" {
+		return false
+	}
+	switch typ {
+	case "text":
+		return true
+	case "application":
+		switch sub {
+		case "json", "xml", "javascript", "x-javascript":
+			return true
+		}
+		return strings.HasSuffix(sub, "+json") || strings.HasSuffix(sub, "+xml")
+	}
+	return false
+}
+
+// writeResponse writes a handler's response as API Gateway does for format
+// 2.0: headers, multi-value headers and cookies (as Set-Cookie), a zero
+// status as 200, and a base64 body decoded. A body that is not valid base64
+// is an error (API Gateway answers 500 to a malformed Lambda response) and
+// nothing has been written.
+func writeResponse(w http.ResponseWriter, resp events.APIGatewayV2HTTPResponse) (int, error) {
+	body := []byte(resp.Body)
+	if resp.IsBase64Encoded {
+		var err error
+		body, err = base64.StdEncoding.DecodeString(resp.Body)
+		if err != nil {
+			return 0, fmt.Errorf("ingest response: body is not base64: %w", err)
+		}
+	}
+	status := resp.StatusCode
+	if status == 0 {
+		status = http.StatusOK
+	}
+	if status < 100 || status > 999 {
+		return 0, fmt.Errorf("ingest response: invalid status code %d", status)
+	}
+	h := w.Header()
+	for k, v := range resp.Headers {
+		h.Set(k, v)
+	}
+	for k, vs := range resp.MultiValueHeaders {
+		for _, v := range vs {
+			h.Add(k, v)
+		}
+	}
+	for _, c := range resp.Cookies {
+		h.Add("Set-Cookie", c)
+	}
+	// The server computes the length of the body it actually sends.
+	h.Del("Content-Length")
+	h.Del("Transfer-Encoding")
+	w.WriteHeader(status)
+	_, _ = w.Write(body)
+	return status, nil
+}
+
+// writeMessage writes API Gateway's own JSON error shape and returns status.
+func writeMessage(w http.ResponseWriter, status int, msg string) int {
+	h := w.Header()
+	h.Set("Content-Type", "application/json")
+	h.Set("Content-Length", strconv.Itoa(len(msg)+len(`{"message":""}`)))
+	w.WriteHeader(status)
+	_, _ = io.WriteString(w, `{"message":"`+msg+`"}`)
+	return status
+}
+
+func remoteIP(remoteAddr string) string {
+	if h, _, err := net.SplitHostPort(remoteAddr); err == nil {
+		return h
+	}
+	return remoteAddr
+}
+
+// newRequestID returns an id shaped like API Gateway's (16 base64 chars).
+func newRequestID() string {
+	return base64.StdEncoding.EncodeToString(randomBytes(11))
+}
+
+// newTraceID returns an X-Ray trace header value like the one API Gateway adds.
+func newTraceID() string {
+	return fmt.Sprintf("Root=1-%08x-%s", time.Now().Unix(), hex.EncodeToString(randomBytes(12)))
+}
+
+// newUUID returns a random (version 4) UUID, the shape of Lambda request ids.
+func newUUID() string {
+	b := randomBytes(16)
+	b[6] = b[6]&0x0f | 0x40
+	b[8] = b[8]&0x3f | 0x80
+	return fmt.Sprintf("%x-%x-%x-%x-%x", b[0:4], b[4:6], b[6:8], b[8:10], b[10:])
+}
+
+func randomBytes(n int) []byte {
+	b := make([]byte, n)
+	// crypto/rand.Read never returns an error (Go 1.24+).
+	_, _ = rand.Read(b)
+	return b
+}

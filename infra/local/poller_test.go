@@ -1,0 +1,542 @@
+package local
+
+import (
+	"context"
+	"crypto/md5"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-lambda-go/events"
+	"github.com/aws/aws-lambda-go/lambdacontext"
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
+
+	"github.com/webhook-inbox/webhook-inbox/internal/awstest"
+)
+
+// Integration tests: the poller against moto's SQS over the wire.
+
+const (
+	visibilityTimeout = 1 // seconds, so failed messages return quickly
+	maxReceiveCount   = 2
+	// waitBound bounds every "eventually" loop; it is never a timing
+	// assertion, only a guard against hanging.
+	waitBound = 30 * time.Second
+)
+
+var queueSeq atomic.Int64
+
+type testQueue struct {
+	client *sqs.Client
+	url    string
+	arn    string
+	dlqURL string
+}
+
+// mustQueues creates a main queue with a short visibility timeout and a DLQ
+// it redrives to after maxReceiveCount receives.
+func mustQueues(tb testing.TB, client *sqs.Client) testQueue {
+	tb.Helper()
+	ctx := context.Background()
+	name := fmt.Sprintf("q%d", queueSeq.Add(1))
+	dlq, err := client.CreateQueue(ctx, &sqs.CreateQueueInput{QueueName: aws.String(name + "-dlq")})
+	if err != nil {
+		tb.Fatalf("create dlq: %v", err)
+	}
+	dlqARN := mustQueueARN(tb, client, *dlq.QueueUrl)
+	redrive, err := json.Marshal(map[string]string{"deadLetterTargetArn": dlqARN, "maxReceiveCount": strconv.Itoa(maxReceiveCount)})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	q, err := client.CreateQueue(ctx, &sqs.CreateQueueInput{
+		QueueName: aws.String(name),
+		Attributes: map[string]string{
+			string(types.QueueAttributeNameVisibilityTimeout): strconv.Itoa(visibilityTimeout),
+			string(types.QueueAttributeNameRedrivePolicy):     string(redrive),
+		},
+	})
+	if err != nil {
+		tb.Fatalf("create queue: %v", err)
+	}
+	return testQueue{client: client, url: *q.QueueUrl, arn: mustQueueARN(tb, client, *q.QueueUrl), dlqURL: *dlq.QueueUrl}
+}
+
+func mustQueueARN(tb testing.TB, client *sqs.Client, url string) string {
+	tb.Helper()
+	out, err := client.GetQueueAttributes(context.Background(), &sqs.GetQueueAttributesInput{
+		QueueUrl:       aws.String(url),
+		AttributeNames: []types.QueueAttributeName{types.QueueAttributeNameQueueArn},
+	})
+	if err != nil {
+		tb.Fatalf("queue arn: %v", err)
+	}
+	return out.Attributes[string(types.QueueAttributeNameQueueArn)]
+}
+
+// mustSend sends bodies and returns their message ids in order.
+func (q testQueue) mustSend(tb testing.TB, bodies ...string) []string {
+	tb.Helper()
+	ids := make([]string, len(bodies))
+	for i, b := range bodies {
+		out, err := q.client.SendMessage(context.Background(), &sqs.SendMessageInput{QueueUrl: aws.String(q.url), MessageBody: aws.String(b)})
+		if err != nil {
+			tb.Fatalf("send %q: %v", b, err)
+		}
+		ids[i] = *out.MessageId
+	}
+	return ids
+}
+
+// mustCount returns visible + in-flight messages of a queue.
+func mustCount(tb testing.TB, client *sqs.Client, url string) int {
+	tb.Helper()
+	out, err := client.GetQueueAttributes(context.Background(), &sqs.GetQueueAttributesInput{
+		QueueUrl: aws.String(url),
+		AttributeNames: []types.QueueAttributeName{
+			types.QueueAttributeNameApproximateNumberOfMessages,
+			types.QueueAttributeNameApproximateNumberOfMessagesNotVisible,
+		},
+	})
+	if err != nil {
+		tb.Fatalf("queue attributes: %v", err)
+	}
+	n := 0
+	for _, v := range out.Attributes {
+		i, err := strconv.Atoi(v)
+		if err != nil {
+			tb.Fatalf("queue attribute %q: %v", v, err)
+		}
+		n += i
+	}
+	return n
+}
+
+// recorder is a ProcessorFunc that records batches and answers with decide.
+type recorder struct {
+	mu      sync.Mutex
+	batches []events.SQSEvent
+	decide  func(events.SQSEvent) (events.SQSEventResponse, error)
+}
+
+func (r *recorder) handle(ctx context.Context, ev events.SQSEvent) (events.SQSEventResponse, error) {
+	if lc, ok := lambdacontext.FromContext(ctx); !ok || lc.AwsRequestID == "" {
+		return events.SQSEventResponse{}, errors.New("no lambdacontext request id")
+	}
+	r.mu.Lock()
+	r.batches = append(r.batches, ev)
+	r.mu.Unlock()
+	if r.decide == nil {
+		return events.SQSEventResponse{}, nil
+	}
+	return r.decide(ev)
+}
+
+// records returns every record handled so far, in order.
+func (r *recorder) records() []events.SQSMessage {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var out []events.SQSMessage
+	for _, b := range r.batches {
+		out = append(out, b.Records...)
+	}
+	return out
+}
+
+// pollUntil calls PollOnce until done reports true or waitBound passes.
+func pollUntil(tb testing.TB, p *Poller, what string, done func() bool) {
+	tb.Helper()
+	deadline := time.Now().Add(waitBound)
+	for !done() {
+		if time.Now().After(deadline) {
+			tb.Fatalf("gave up waiting for %s", what)
+		}
+		if _, err := p.PollOnce(context.Background()); err != nil {
+			tb.Fatalf("PollOnce: %v", err)
+		}
+	}
+}
+
+func failIDs(ids ...string) events.SQSEventResponse {
+	var resp events.SQSEventResponse
+	for _, id := range ids {
+		resp.BatchItemFailures = append(resp.BatchItemFailures, events.SQSBatchItemFailure{ItemIdentifier: id})
+	}
+	return resp
+}
+
+func newTestPoller(q testQueue, h ProcessorFunc) *Poller {
+	return &Poller{
+		SQS:       q.client,
+		QueueURL:  q.url,
+		QueueARN:  q.arn,
+		Region:    awstest.Region,
+		BatchSize: 10,
+		WaitTime:  time.Second,
+		Handler:   h,
+	}
+}
+
+func TestPollerAgainstMoto(t *testing.T) {
+	srv := awstest.Start(t)
+	client := sqs.NewFromConfig(srv.Config())
+
+	t.Run("partial failure deletes the rest and the failed one returns", func(t *testing.T) {
+		t.Parallel()
+		q := mustQueues(t, client)
+		ids := q.mustSend(t, "ok-1", "fail", "ok-2")
+		failing := ids[1]
+		rec := &recorder{decide: func(ev events.SQSEvent) (events.SQSEventResponse, error) {
+			for _, r := range ev.Records {
+				if r.Body == "fail" && r.Attributes["ApproximateReceiveCount"] == "1" {
+					return failIDs(r.MessageId), nil
+				}
+			}
+			return events.SQSEventResponse{}, nil
+		}}
+		p := newTestPoller(q, rec.handle)
+
+		pollUntil(t, p, "all three messages", func() bool { return len(rec.records()) >= 3 })
+		if got := mustCount(t, client, q.url); got != 1 {
+			t.Errorf("messages left after the first batch = %d, want 1 (the failed one)", got)
+		}
+		pollUntil(t, p, "the failed message to return", func() bool { return len(rec.records()) >= 4 })
+
+		got := rec.records()
+		if len(got) != 4 {
+			t.Fatalf("handled %d records, want 4", len(got))
+		}
+		back := got[3]
+		if back.MessageId != failing || back.Attributes["ApproximateReceiveCount"] != "2" {
+			t.Errorf("returned message = %s with receive count %s, want %s with 2", back.MessageId, back.Attributes["ApproximateReceiveCount"], failing)
+		}
+		if n := mustCount(t, client, q.url); n != 0 {
+			t.Errorf("messages left = %d, want 0", n)
+		}
+		if n := mustCount(t, client, q.dlqURL); n != 0 {
+			t.Errorf("dead letters = %d, want 0", n)
+		}
+	})
+
+	wholeBatch := []struct {
+		name   string
+		decide func(events.SQSEvent) (events.SQSEventResponse, error)
+	}{
+		{"handler error", func(events.SQSEvent) (events.SQSEventResponse, error) {
+			return events.SQSEventResponse{}, errors.New("store unavailable")
+		}},
+		{"handler panic", func(events.SQSEvent) (events.SQSEventResponse, error) { panic("boom") }},
+		{"empty item identifier", func(ev events.SQSEvent) (events.SQSEventResponse, error) { return failIDs(""), nil }},
+		{"unknown item identifier", func(ev events.SQSEvent) (events.SQSEventResponse, error) {
+			return failIDs("not-in-this-batch"), nil
+		}},
+	}
+	for _, tt := range wholeBatch {
+		t.Run(tt.name+" returns the whole batch", func(t *testing.T) {
+			t.Parallel()
+			q := mustQueues(t, client)
+			ids := q.mustSend(t, "a", "b")
+			rec := &recorder{decide: func(ev events.SQSEvent) (events.SQSEventResponse, error) {
+				if ev.Records[0].Attributes["ApproximateReceiveCount"] == "1" {
+					return tt.decide(ev)
+				}
+				return events.SQSEventResponse{}, nil
+			}}
+			p := newTestPoller(q, rec.handle)
+
+			pollUntil(t, p, "both messages", func() bool { return len(rec.records()) >= 2 })
+			if got := mustCount(t, client, q.url); got != 2 {
+				t.Errorf("messages left after the failed batch = %d, want 2", got)
+			}
+			pollUntil(t, p, "both messages to return", func() bool { return len(rec.records()) >= 4 })
+			var again []string
+			for _, r := range rec.records()[2:] {
+				if r.Attributes["ApproximateReceiveCount"] != "2" {
+					t.Errorf("message %s receive count = %s, want 2", r.MessageId, r.Attributes["ApproximateReceiveCount"])
+				}
+				again = append(again, r.MessageId)
+			}
+			slices.Sort(again)
+			slices.Sort(ids)
+			if !slices.Equal(again, ids) {
+				t.Errorf("returned messages = %v, want %v", again, ids)
+			}
+			if n := mustCount(t, client, q.url); n != 0 {
+				t.Errorf("messages left = %d, want 0", n)
+			}
+		})
+	}
+
+	t.Run("moves to the DLQ after maxReceiveCount failures", func(t *testing.T) {
+		t.Parallel()
+		q := mustQueues(t, client)
+		id := q.mustSend(t, "poison")[0]
+		rec := &recorder{decide: func(ev events.SQSEvent) (events.SQSEventResponse, error) {
+			return failIDs(ev.Records[0].MessageId), nil
+		}}
+		p := newTestPoller(q, rec.handle)
+
+		pollUntil(t, p, "the message to reach the DLQ", func() bool { return mustCount(t, client, q.dlqURL) == 1 })
+		var counts []string
+		for _, r := range rec.records() {
+			counts = append(counts, r.Attributes["ApproximateReceiveCount"])
+		}
+		if want := []string{"1", "2"}; !slices.Equal(counts, want) {
+			t.Errorf("receive counts seen by the handler = %v, want %v", counts, want)
+		}
+		out, err := client.ReceiveMessage(context.Background(), &sqs.ReceiveMessageInput{QueueUrl: aws.String(q.dlqURL), WaitTimeSeconds: 1})
+		if err != nil {
+			t.Fatalf("receive from dlq: %v", err)
+		}
+		if len(out.Messages) != 1 || aws.ToString(out.Messages[0].MessageId) != id {
+			t.Errorf("dlq messages = %d, want message %s", len(out.Messages), id)
+		}
+		if n := mustCount(t, client, q.url); n != 0 {
+			t.Errorf("messages left in the main queue = %d, want 0", n)
+		}
+	})
+
+	t.Run("records look like Lambda's", func(t *testing.T) {
+		t.Parallel()
+		q := mustQueues(t, client)
+		sent, err := client.SendMessage(context.Background(), &sqs.SendMessageInput{
+			QueueUrl:    aws.String(q.url),
+			MessageBody: aws.String(`{"event_key":"stripe#-#evt_1"}`),
+			MessageAttributes: map[string]types.MessageAttributeValue{
+				"source":  {DataType: aws.String("String"), StringValue: aws.String("stripe")},
+				"attempt": {DataType: aws.String("Number"), StringValue: aws.String("3")},
+				"blob":    {DataType: aws.String("Binary"), BinaryValue: []byte{0, 1, 2}},
+			},
+		})
+		if err != nil {
+			t.Fatalf("send: %v", err)
+		}
+		rec := &recorder{}
+		p := newTestPoller(q, rec.handle)
+		pollUntil(t, p, "the message", func() bool { return len(rec.records()) >= 1 })
+
+		r := rec.records()[0]
+		sum := md5.Sum([]byte(r.Body))
+		checks := []struct {
+			field, got, want string
+		}{
+			{"messageId", r.MessageId, *sent.MessageId},
+			{"body", r.Body, `{"event_key":"stripe#-#evt_1"}`},
+			{"md5OfBody", r.Md5OfBody, hex.EncodeToString(sum[:])},
+			{"md5OfMessageAttributes", r.Md5OfMessageAttributes, aws.ToString(sent.MD5OfMessageAttributes)},
+			{"eventSource", r.EventSource, "aws:sqs"},
+			{"eventSourceARN", r.EventSourceARN, q.arn},
+			{"awsRegion", r.AWSRegion, awstest.Region},
+			{"ApproximateReceiveCount", r.Attributes["ApproximateReceiveCount"], "1"},
+			{"source attribute", aws.ToString(r.MessageAttributes["source"].StringValue), "stripe"},
+			{"source data type", r.MessageAttributes["source"].DataType, "String"},
+			{"attempt attribute", aws.ToString(r.MessageAttributes["attempt"].StringValue), "3"},
+			{"attempt data type", r.MessageAttributes["attempt"].DataType, "Number"},
+			{"blob attribute", string(r.MessageAttributes["blob"].BinaryValue), "\x00\x01\x02"},
+			{"blob data type", r.MessageAttributes["blob"].DataType, "Binary"},
+		}
+		for _, c := range checks {
+			if c.got != c.want {
+				t.Errorf("%s = %q, want %q", c.field, c.got, c.want)
+			}
+		}
+		if !strings.HasPrefix(q.arn, "arn:aws:sqs:") {
+			t.Errorf("queue arn = %q, want an SQS arn", q.arn)
+		}
+		if r.ReceiptHandle == "" {
+			t.Error("receiptHandle is empty")
+		}
+		for _, name := range []string{"SentTimestamp", "SenderId", "ApproximateFirstReceiveTimestamp"} {
+			if r.Attributes[name] == "" {
+				t.Errorf("attributes[%s] is missing; got %v", name, r.Attributes)
+			}
+		}
+		if a := r.MessageAttributes["source"]; a.StringListValues == nil || a.BinaryListValues == nil {
+			t.Errorf("list values = %v, %v, want empty lists as Lambda sends", a.StringListValues, a.BinaryListValues)
+		}
+	})
+
+	t.Run("Run handles messages until cancelled", func(t *testing.T) {
+		t.Parallel()
+		q := mustQueues(t, client)
+		q.mustSend(t, "x")
+		got := make(chan string, 1)
+		p := newTestPoller(q, func(ctx context.Context, ev events.SQSEvent) (events.SQSEventResponse, error) {
+			for _, r := range ev.Records {
+				select {
+				case got <- r.Body:
+				default:
+				}
+			}
+			return events.SQSEventResponse{}, nil
+		})
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan error, 1)
+		go func() { done <- p.Run(ctx) }()
+		select {
+		case body := <-got:
+			if body != "x" {
+				t.Errorf("body = %q, want x", body)
+			}
+		case <-time.After(waitBound):
+			t.Fatal("Run handled nothing")
+		}
+		cancel()
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Errorf("Run = %v, want nil after cancel", err)
+			}
+		case <-time.After(waitBound):
+			t.Fatal("Run did not return after cancel")
+		}
+	})
+}
+
+// Unit tests with a fake SQS client: nothing running.
+
+type fakeSQS struct {
+	mu       sync.Mutex
+	receive  func(context.Context, *sqs.ReceiveMessageInput) (*sqs.ReceiveMessageOutput, error)
+	deleted  []string // receipt handles
+	received []*sqs.ReceiveMessageInput
+}
+
+func (f *fakeSQS) ReceiveMessage(ctx context.Context, in *sqs.ReceiveMessageInput, _ ...func(*sqs.Options)) (*sqs.ReceiveMessageOutput, error) {
+	f.mu.Lock()
+	f.received = append(f.received, in)
+	f.mu.Unlock()
+	return f.receive(ctx, in)
+}
+
+func (f *fakeSQS) DeleteMessageBatch(_ context.Context, in *sqs.DeleteMessageBatchInput, _ ...func(*sqs.Options)) (*sqs.DeleteMessageBatchOutput, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	out := &sqs.DeleteMessageBatchOutput{}
+	for _, e := range in.Entries {
+		f.deleted = append(f.deleted, *e.ReceiptHandle)
+		out.Successful = append(out.Successful, types.DeleteMessageBatchResultEntry{Id: e.Id})
+	}
+	return out, nil
+}
+
+func fakeMessages(ids ...string) []types.Message {
+	msgs := make([]types.Message, len(ids))
+	for i, id := range ids {
+		msgs[i] = types.Message{MessageId: aws.String(id), ReceiptHandle: aws.String("rh-" + id), Body: aws.String("body-" + id)}
+	}
+	return msgs
+}
+
+func TestPollOnceDeletions(t *testing.T) {
+	tests := []struct {
+		name        string
+		resp        events.SQSEventResponse
+		err         error
+		wantDeleted []string
+	}{
+		{"all succeed", events.SQSEventResponse{}, nil, []string{"rh-m1", "rh-m2", "rh-m3"}},
+		{"one fails", failIDs("m2"), nil, []string{"rh-m1", "rh-m3"}},
+		{"duplicate failure entries", failIDs("m2", "m2"), nil, []string{"rh-m1", "rh-m3"}},
+		{"all fail", failIDs("m1", "m2", "m3"), nil, nil},
+		{"handler error", events.SQSEventResponse{}, errors.New("boom"), nil},
+		{"empty identifier", failIDs("m1", ""), nil, nil},
+		{"identifier not in batch", failIDs("m9"), nil, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f := &fakeSQS{receive: func(context.Context, *sqs.ReceiveMessageInput) (*sqs.ReceiveMessageOutput, error) {
+				return &sqs.ReceiveMessageOutput{Messages: fakeMessages("m1", "m2", "m3")}, nil
+			}}
+			p := &Poller{SQS: f, QueueURL: "http://q", QueueARN: "arn:aws:sqs:us-east-1:000000000000:q", Region: "us-east-1",
+				Handler: func(context.Context, events.SQSEvent) (events.SQSEventResponse, error) { return tt.resp, tt.err }}
+			n, err := p.PollOnce(context.Background())
+			if err != nil || n != 3 {
+				t.Fatalf("PollOnce = %d, %v, want 3, nil", n, err)
+			}
+			if !slices.Equal(f.deleted, tt.wantDeleted) {
+				t.Errorf("deleted = %v, want %v", f.deleted, tt.wantDeleted)
+			}
+		})
+	}
+}
+
+func TestPollOnceReceiveInput(t *testing.T) {
+	f := &fakeSQS{receive: func(context.Context, *sqs.ReceiveMessageInput) (*sqs.ReceiveMessageOutput, error) {
+		return &sqs.ReceiveMessageOutput{}, nil
+	}}
+	p := &Poller{SQS: f, QueueURL: "http://q", BatchSize: 5, WaitTime: 1500 * time.Millisecond,
+		Handler: func(context.Context, events.SQSEvent) (events.SQSEventResponse, error) {
+			return events.SQSEventResponse{}, nil
+		}}
+	if _, err := p.PollOnce(context.Background()); err != nil {
+		t.Fatalf("PollOnce: %v", err)
+	}
+	in := f.received[0]
+	if aws.ToString(in.QueueUrl) != "http://q" || in.MaxNumberOfMessages != 5 || in.WaitTimeSeconds != 2 {
+		t.Errorf("receive input = %s, %d, %ds, want http://q, 5, 2s", aws.ToString(in.QueueUrl), in.MaxNumberOfMessages, in.WaitTimeSeconds)
+	}
+	if want := []types.MessageSystemAttributeName{types.MessageSystemAttributeNameAll}; !slices.Equal(in.MessageSystemAttributeNames, want) {
+		t.Errorf("system attribute names = %v, want %v", in.MessageSystemAttributeNames, want)
+	}
+	if want := []string{"All"}; !slices.Equal(in.MessageAttributeNames, want) {
+		t.Errorf("message attribute names = %v, want %v", in.MessageAttributeNames, want)
+	}
+}
+
+func TestPollerConfig(t *testing.T) {
+	h := func(context.Context, events.SQSEvent) (events.SQSEventResponse, error) {
+		return events.SQSEventResponse{}, nil
+	}
+	tests := []struct {
+		name string
+		p    Poller
+	}{
+		{"no client", Poller{QueueURL: "http://q", Handler: h}},
+		{"no handler", Poller{SQS: &fakeSQS{}, QueueURL: "http://q"}},
+		{"no queue url", Poller{SQS: &fakeSQS{}, Handler: h}},
+		{"batch too large", Poller{SQS: &fakeSQS{}, QueueURL: "http://q", Handler: h, BatchSize: 11}},
+		{"wait too long", Poller{SQS: &fakeSQS{}, QueueURL: "http://q", Handler: h, WaitTime: 21 * time.Second}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if _, err := tt.p.PollOnce(context.Background()); !errors.Is(err, ErrPollerConfig) {
+				t.Errorf("PollOnce = %v, want ErrPollerConfig", err)
+			}
+			if err := tt.p.Run(context.Background()); !errors.Is(err, ErrPollerConfig) {
+				t.Errorf("Run = %v, want ErrPollerConfig", err)
+			}
+		})
+	}
+}
+
+func TestRunRetriesReceiveErrorsAndStopsOnCancel(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var calls atomic.Int32
+	f := &fakeSQS{receive: func(context.Context, *sqs.ReceiveMessageInput) (*sqs.ReceiveMessageOutput, error) {
+		if calls.Add(1) == 2 {
+			cancel() // the second attempt proves Run retried after the first error
+		}
+		return nil, errors.New("connection refused")
+	}}
+	p := &Poller{SQS: f, QueueURL: "http://q",
+		Handler: func(context.Context, events.SQSEvent) (events.SQSEventResponse, error) {
+			return events.SQSEventResponse{}, nil
+		}}
+	if err := p.Run(ctx); err != nil {
+		t.Errorf("Run = %v, want nil after cancel", err)
+	}
+	if got := calls.Load(); got != 2 {
+		t.Errorf("receive calls = %d, want 2", got)
+	}
+}

@@ -1,0 +1,379 @@
+package secrets
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"reflect"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
+	smtypes "github.com/aws/aws-sdk-go-v2/service/secretsmanager/types"
+
+	"github.com/webhook-inbox/webhook-inbox/internal/awstest"
+	"github.com/webhook-inbox/webhook-inbox/internal/inbox"
+)
+
+// One moto serves the whole package; every test uses its own secret names.
+var moto struct {
+	once    sync.Once
+	server  *awstest.Server
+	err     error
+	secrets atomic.Int64
+}
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if moto.server != nil {
+		moto.server.Stop()
+	}
+	os.Exit(code)
+}
+
+// mustMoto returns the package's moto server, starting it on first use.
+func mustMoto(tb testing.TB) *awstest.Server {
+	tb.Helper()
+	if testing.Short() {
+		tb.Skip("integration test: needs moto_server (skipped with -short)")
+	}
+	moto.once.Do(func() {
+		bin, err := awstest.MotoBinary()
+		if err != nil {
+			moto.err = err
+			return
+		}
+		port, err := awstest.FreePort()
+		if err != nil {
+			moto.err = fmt.Errorf("free port: %w", err)
+			return
+		}
+		moto.server, moto.err = awstest.Launch(context.Background(), bin, port, nil)
+	})
+	if moto.err != nil {
+		tb.Fatal(moto.err)
+	}
+	return moto.server
+}
+
+func mustClient(tb testing.TB) *secretsmanager.Client {
+	tb.Helper()
+	return secretsmanager.NewFromConfig(mustMoto(tb).Config())
+}
+
+// mustSecret creates a secret with a fresh name holding value and returns
+// the name.
+func mustSecret(tb testing.TB, sm *secretsmanager.Client, value string) string {
+	tb.Helper()
+	name := fmt.Sprintf("webhook-inbox/stripe/acct_%d", moto.secrets.Add(1))
+	_, err := sm.CreateSecret(context.Background(), &secretsmanager.CreateSecretInput{
+		Name: aws.String(name), SecretString: aws.String(value),
+	})
+	if err != nil {
+		tb.Fatalf("create secret %s: %v", name, err)
+	}
+	return name
+}
+
+// clock is a settable time source for the cache.
+type clock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func (c *clock) now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.t
+}
+
+func (c *clock) set(t time.Time) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.t = t
+}
+
+var t0 = time.Date(2025, 11, 30, 12, 0, 0, 0, time.UTC)
+
+// newTestStore returns a store over api whose cache runs on the returned clock.
+func newTestStore(api API, ttl time.Duration) (*Store, *clock) {
+	c := &clock{t: t0}
+	s := NewStore(api, ttl)
+	s.now = c.now
+	return s, c
+}
+
+func mustGet(tb testing.TB, s *Store, id string) []string {
+	tb.Helper()
+	got, err := s.Get(context.Background(), id)
+	if err != nil {
+		tb.Fatalf("get %s: %v", id, err)
+	}
+	return strs(got)
+}
+
+func strs(bs [][]byte) []string {
+	out := make([]string, len(bs))
+	for i, b := range bs {
+		out[i] = string(b)
+	}
+	return out
+}
+
+func TestGetFromSecretsManager(t *testing.T) {
+	sm := mustClient(t)
+	tests := []struct {
+		name  string
+		value string
+		want  []string
+	}{
+		{"plain", "  whsec_plain\n", []string{"whsec_plain"}},
+		{"rotation list", `{"signing_secrets":["whsec_new","whsec_old"]}`, []string{"whsec_new", "whsec_old"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			id := mustSecret(t, sm, tt.value)
+			s, _ := newTestStore(sm, time.Minute)
+			if got := mustGet(t, s, id); !reflect.DeepEqual(got, tt.want) {
+				t.Errorf("got %q, want %q", got, tt.want)
+			}
+		})
+	}
+}
+
+func TestRotationAfterTTL(t *testing.T) {
+	sm := mustClient(t)
+	ctx := context.Background()
+	id := mustSecret(t, sm, "whsec_old")
+	const ttl = 5 * time.Minute
+	s, c := newTestStore(sm, ttl)
+
+	if got, want := mustGet(t, s, id), []string{"whsec_old"}; !reflect.DeepEqual(got, want) {
+		t.Fatalf("before rotation: got %q, want %q", got, want)
+	}
+	_, err := sm.PutSecretValue(ctx, &secretsmanager.PutSecretValueInput{
+		SecretId: aws.String(id), SecretString: aws.String(`{"signing_secrets":["whsec_new","whsec_old"]}`),
+	})
+	if err != nil {
+		t.Fatalf("put secret value: %v", err)
+	}
+
+	c.set(t0.Add(ttl - time.Nanosecond))
+	if got, want := mustGet(t, s, id), []string{"whsec_old"}; !reflect.DeepEqual(got, want) {
+		t.Errorf("within ttl: got %q, want the cached %q", got, want)
+	}
+	c.set(t0.Add(ttl))
+	if got, want := mustGet(t, s, id), []string{"whsec_new", "whsec_old"}; !reflect.DeepEqual(got, want) {
+		t.Errorf("after ttl: got %q, want %q", got, want)
+	}
+}
+
+func TestMissingSecret(t *testing.T) {
+	s, _ := newTestStore(mustClient(t), time.Minute)
+	got, err := s.Get(context.Background(), "webhook-inbox/stripe/acct_unknown")
+	if !errors.Is(err, ErrNotFound) || !IsNotFound(err) {
+		t.Errorf("got %q, %v; want ErrNotFound", got, err)
+	}
+	if errors.Is(err, inbox.ErrUnavailable) {
+		t.Errorf("got %v, which also wraps inbox.ErrUnavailable", err)
+	}
+}
+
+func TestUnreachable(t *testing.T) {
+	port, err := awstest.FreePort()
+	if err != nil {
+		t.Fatalf("free port: %v", err)
+	}
+	closed := &awstest.Server{Endpoint: fmt.Sprintf("http://127.0.0.1:%d", port)}
+	s, _ := newTestStore(secretsmanager.NewFromConfig(closed.Config()), time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	got, err := s.Get(ctx, "webhook-inbox/stripe/acct_1")
+	if !errors.Is(err, inbox.ErrUnavailable) {
+		t.Errorf("got %q, %v; want inbox.ErrUnavailable", got, err)
+	}
+	if IsNotFound(err) {
+		t.Errorf("got %v, which IsNotFound reports as missing", err)
+	}
+}
+
+// fakeAPI answers GetSecretValue with respond and counts the calls.
+type fakeAPI struct {
+	respond func(id string) (*secretsmanager.GetSecretValueOutput, error)
+	calls   atomic.Int64
+}
+
+func (f *fakeAPI) GetSecretValue(_ context.Context, in *secretsmanager.GetSecretValueInput, _ ...func(*secretsmanager.Options)) (*secretsmanager.GetSecretValueOutput, error) {
+	f.calls.Add(1)
+	return f.respond(aws.ToString(in.SecretId))
+}
+
+func secretString(v string) func(string) (*secretsmanager.GetSecretValueOutput, error) {
+	return func(string) (*secretsmanager.GetSecretValueOutput, error) {
+		return &secretsmanager.GetSecretValueOutput{SecretString: aws.String(v)}, nil
+	}
+}
+
+func TestCache(t *testing.T) {
+	const ttl = 10 * time.Minute // the negative TTL is a fifth: 2 minutes
+	type lookup struct {
+		at        time.Duration // clock offset of the Get
+		wantCalls int64         // API calls made so far, after the Get
+	}
+	tests := []struct {
+		name    string
+		respond func(id string) (*secretsmanager.GetSecretValueOutput, error)
+		lookups []lookup
+		check   func(t *testing.T, got [][]byte, err error)
+	}{
+		{
+			name:    "found is cached for the ttl",
+			respond: secretString("whsec_1"),
+			lookups: []lookup{{0, 1}, {ttl - time.Nanosecond, 1}, {ttl, 2}, {ttl + time.Second, 2}},
+			check: func(t *testing.T, got [][]byte, err error) {
+				if want := []string{"whsec_1"}; err != nil || !reflect.DeepEqual(strs(got), want) {
+					t.Errorf("got %q, %v; want %q", got, err, want)
+				}
+			},
+		},
+		{
+			name: "absence is cached for a fifth of the ttl",
+			respond: func(string) (*secretsmanager.GetSecretValueOutput, error) {
+				return nil, &smtypes.ResourceNotFoundException{Message: aws.String("Secrets Manager can't find the specified secret.")}
+			},
+			lookups: []lookup{{0, 1}, {0, 1}, {ttl/5 - time.Nanosecond, 1}, {ttl / 5, 2}},
+			check: func(t *testing.T, got [][]byte, err error) {
+				if !IsNotFound(err) || errors.Is(err, inbox.ErrUnavailable) || got != nil {
+					t.Errorf("got %q, %v; want ErrNotFound only", got, err)
+				}
+			},
+		},
+		{
+			name: "outage is not cached",
+			respond: func(string) (*secretsmanager.GetSecretValueOutput, error) {
+				return nil, errors.New("dial tcp 127.0.0.1:443: connect: connection refused")
+			},
+			lookups: []lookup{{0, 1}, {0, 2}, {time.Second, 3}},
+			check: func(t *testing.T, got [][]byte, err error) {
+				if !errors.Is(err, inbox.ErrUnavailable) || IsNotFound(err) || got != nil {
+					t.Errorf("got %q, %v; want inbox.ErrUnavailable only", got, err)
+				}
+			},
+		},
+		{
+			name: "binary secret is not cached",
+			respond: func(string) (*secretsmanager.GetSecretValueOutput, error) {
+				return &secretsmanager.GetSecretValueOutput{SecretBinary: []byte("whsec_1")}, nil
+			},
+			lookups: []lookup{{0, 1}, {0, 2}},
+			check: func(t *testing.T, got [][]byte, err error) {
+				if err == nil || IsNotFound(err) || errors.Is(err, inbox.ErrUnavailable) {
+					t.Errorf("got %q, %v; want a plain error", got, err)
+				}
+			},
+		},
+		{
+			name:    "unusable secret is not cached",
+			respond: secretString(`{"signing_secrets":[]}`),
+			lookups: []lookup{{0, 1}, {0, 2}},
+			check: func(t *testing.T, got [][]byte, err error) {
+				if err == nil || IsNotFound(err) || errors.Is(err, inbox.ErrUnavailable) {
+					t.Errorf("got %q, %v; want a plain error", got, err)
+				}
+			},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			api := &fakeAPI{respond: tt.respond}
+			s, c := newTestStore(api, ttl)
+			for i, l := range tt.lookups {
+				c.set(t0.Add(l.at))
+				got, err := s.Get(context.Background(), "webhook-inbox/stripe/acct_1")
+				tt.check(t, got, err)
+				if calls := api.calls.Load(); calls != l.wantCalls {
+					t.Errorf("lookup %d at +%v: got %d calls, want %d", i, l.at, calls, l.wantCalls)
+				}
+			}
+		})
+	}
+}
+
+func TestCachePerID(t *testing.T) {
+	api := &fakeAPI{respond: func(id string) (*secretsmanager.GetSecretValueOutput, error) {
+		return &secretsmanager.GetSecretValueOutput{SecretString: aws.String("secret-of-" + id)}, nil
+	}}
+	s, _ := newTestStore(api, time.Minute)
+	for range 2 {
+		for _, id := range []string{"a", "b"} {
+			if got, want := mustGet(t, s, id), []string{"secret-of-" + id}; !reflect.DeepEqual(got, want) {
+				t.Errorf("get %s: got %q, want %q", id, got, want)
+			}
+		}
+	}
+	if got := api.calls.Load(); got != 2 {
+		t.Errorf("got %d calls, want 2", got)
+	}
+}
+
+func TestConcurrentGet(t *testing.T) {
+	api := &fakeAPI{respond: secretString("whsec_1")}
+	s, c := newTestStore(api, time.Minute)
+	var wg sync.WaitGroup
+	for i := range 16 {
+		wg.Go(func() {
+			if i%4 == 0 {
+				c.set(t0.Add(time.Duration(i) * time.Minute))
+			}
+			if _, err := s.Get(context.Background(), "webhook-inbox/stripe/acct_1"); err != nil {
+				t.Errorf("get: %v", err)
+			}
+		})
+	}
+	wg.Wait()
+}
+
+func TestParse(t *testing.T) {
+	tests := []struct {
+		name    string
+		in      string
+		want    []string
+		wantErr bool
+	}{
+		{name: "empty", in: "", wantErr: true},
+		{name: "blank", in: "   ", wantErr: true},
+		{name: "empty object", in: "{}", wantErr: true},
+		{name: "empty list", in: `{"signing_secrets":[]}`, wantErr: true},
+		{name: "only empty strings", in: `{"signing_secrets":[""]}`, wantErr: true},
+		{name: "bad JSON", in: `{"signing_secrets":["a"`, wantErr: true},
+		{name: "wrong type", in: `{"signing_secrets":"a"}`, wantErr: true},
+		{name: "plain", in: "whsec_abc", want: []string{"whsec_abc"}},
+		{name: "plain trimmed", in: " \twhsec_abc\r\n", want: []string{"whsec_abc"}},
+		{name: "list", in: `{"signing_secrets":["a","b"]}`, want: []string{"a", "b"}},
+		{name: "list trimmed", in: "\n {\"signing_secrets\":[\"a\"]} \n", want: []string{"a"}},
+		{name: "empty entries dropped", in: `{"signing_secrets":["","b"]}`, want: []string{"b"}},
+		{name: "other fields ignored", in: `{"signing_secrets":["a"],"note":"rotated"}`, want: []string{"a"}},
+		{name: "JSON that is not an object", in: `["a","b"]`, want: []string{`["a","b"]`}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := Parse(tt.in)
+			if tt.wantErr {
+				if err == nil {
+					t.Errorf("got %q, want an error", got)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("got %v, want %q", err, tt.want)
+			}
+			if !reflect.DeepEqual(strs(got), tt.want) {
+				t.Errorf("got %q, want %q", got, tt.want)
+			}
+		})
+	}
+}
