@@ -394,3 +394,14 @@ func randomBytes(n int) []byte {
 	_, _ = rand.Read(b)
 	return b
 }
+
+// EventFromRequest builds the event the local API would hand the ingest
+// handler for r with the given body, at now. ok is false when r's path is
+// not one of the API's routes.
+func EventFromRequest(r *http.Request, body []byte, now time.Time) (ev events.APIGatewayV2HTTPRequest, ok bool) {
+	routeKey, params, ok := matchRoute(r.Method, r.URL.EscapedPath())
+	if !ok {
+		return events.APIGatewayV2HTTPRequest{}, false
+	}
+	return newEvent(r, body, routeKey, params, newRequestID(), now), true
+}

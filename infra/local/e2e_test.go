@@ -33,13 +33,15 @@ const (
 )
 
 type env struct {
-	stack  *local.Stack
-	api    *httptest.Server
-	poller *local.Poller
-	db     *dynamodb.Client
-	store  *inboxstore.Store
-	secret []byte
-	logs   *bytes.Buffer
+	endpoint  string
+	awsConfig aws.Config
+	stack     *local.Stack
+	api       *httptest.Server
+	poller    *local.Poller
+	db        *dynamodb.Client
+	store     *inboxstore.Store
+	secret    []byte
+	logs      *bytes.Buffer
 }
 
 // mustEnv runs the local stack as `make run` does, against its own moto.
@@ -65,6 +67,7 @@ func mustEnv(tb testing.TB) *env {
 	tb.Cleanup(api.Close)
 	db := dynamodb.NewFromConfig(cfg)
 	return &env{
+		endpoint: s.Endpoint, awsConfig: cfg,
 		stack: stack, api: api, db: db, logs: logs,
 		poller: stack.Poller(sqs.NewFromConfig(cfg), cfg.Region, log),
 		store:  inboxstore.New(db, stack.Resources.TableName),

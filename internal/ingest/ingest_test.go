@@ -187,7 +187,9 @@ func TestStatuses(t *testing.T) {
 		wantStatus int
 		wantError  string
 	}{
-		{"unknown source", func(r *events.APIGatewayV2HTTPRequest, _ *fixture) { r.PathParameters = map[string]string{"source": "nope"} }, 404, "not found"},
+		{"unknown source", func(r *events.APIGatewayV2HTTPRequest, _ *fixture) {
+			r.PathParameters = map[string]string{"source": "nope"}
+		}, 404, "not found"},
 		{"account without secret", func(r *events.APIGatewayV2HTTPRequest, _ *fixture) { r.PathParameters["account"] = "acct_2" }, 404, "not found"},
 		{"invalid account", func(r *events.APIGatewayV2HTTPRequest, _ *fixture) { r.PathParameters["account"] = "../x" }, 404, "not found"},
 		{"account with its own secret rejects the source secret", func(r *events.APIGatewayV2HTTPRequest, _ *fixture) { r.PathParameters["account"] = "acct_1" }, 401, "invalid signature"},
@@ -200,7 +202,9 @@ func TestStatuses(t *testing.T) {
 		{"wrong secret", func(r *events.APIGatewayV2HTTPRequest, _ *fixture) {
 			*r = signedRequest(invoiceBody, "whsec_wrong", testNow)
 		}, 401, "invalid signature"},
-		{"body changed after signing", func(r *events.APIGatewayV2HTTPRequest, _ *fixture) { r.Body = strings.Replace(r.Body, "in_1", "in_2", 1) }, 401, "invalid signature"},
+		{"body changed after signing", func(r *events.APIGatewayV2HTTPRequest, _ *fixture) {
+			r.Body = strings.Replace(r.Body, "in_1", "in_2", 1)
+		}, 401, "invalid signature"},
 		{"too large", func(r *events.APIGatewayV2HTTPRequest, _ *fixture) { r.Body = strings.Repeat("x", 5000) }, 413, "body too large"},
 		{"bad base64", func(r *events.APIGatewayV2HTTPRequest, _ *fixture) { r.IsBase64Encoded = true; r.Body = "%%%" }, 400, "invalid body encoding"},
 		{"signed but not JSON", func(r *events.APIGatewayV2HTTPRequest, _ *fixture) {

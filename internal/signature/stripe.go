@@ -48,6 +48,7 @@ func (s *Stripe) Verify(r Request, secrets [][]byte, now time.Time) error {
 	}
 	var (
 		tsRaw string
+		seenT bool
 		sigs  [8][sha256.Size]byte
 		n     int
 	)
@@ -58,10 +59,10 @@ func (s *Stripe) Verify(r Request, secrets [][]byte, now time.Time) error {
 		}
 		switch k {
 		case "t":
-			if tsRaw != "" {
+			if seenT {
 				return fmt.Errorf("%w: repeated t", ErrMalformedHeader)
 			}
-			tsRaw = v
+			seenT, tsRaw = true, v
 		case "v1":
 			if n == len(sigs) {
 				return fmt.Errorf("%w: too many signatures", ErrMalformedHeader)
@@ -76,7 +77,9 @@ func (s *Stripe) Verify(r Request, secrets [][]byte, now time.Time) error {
 		}
 	}
 	ts, ok := parseUnix(tsRaw)
-	if !ok {
+	// The HMAC covers tsRaw as sent. Stripe signs the canonical decimal, so a
+	// leading zero is refused: one timestamp, one signed string.
+	if !ok || (len(tsRaw) > 1 && tsRaw[0] == '0') {
 		return fmt.Errorf("%w: bad timestamp", ErrMalformedHeader)
 	}
 	if n == 0 {
@@ -85,11 +88,13 @@ func (s *Stripe) Verify(r Request, secrets [][]byte, now time.Time) error {
 	if err := checkTimestamp(ts, now, s.tolerance); err != nil {
 		return err
 	}
-	if len(secrets) == 0 {
-		return ErrNoSecret
-	}
 	var sum [sha256.Size]byte
+	usable := false
 	for _, secret := range secrets {
+		if len(secret) == 0 {
+			continue // an empty key is public: anyone could sign with it
+		}
+		usable = true
 		mac := hmac.New(sha256.New, secret)
 		mac.Write([]byte(tsRaw))
 		mac.Write([]byte{'.'})
@@ -100,6 +105,9 @@ func (s *Stripe) Verify(r Request, secrets [][]byte, now time.Time) error {
 				return nil
 			}
 		}
+	}
+	if !usable {
+		return ErrNoSecret
 	}
 	return ErrNoMatch
 }

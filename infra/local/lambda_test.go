@@ -1,0 +1,309 @@
+package local_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-lambda-go/events"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+
+	"github.com/webhook-inbox/webhook-inbox/infra/local"
+	"github.com/webhook-inbox/webhook-inbox/internal/awstest"
+	"github.com/webhook-inbox/webhook-inbox/internal/examples"
+	"github.com/webhook-inbox/webhook-inbox/internal/inbox"
+	"github.com/webhook-inbox/webhook-inbox/internal/inboxstore"
+	"github.com/webhook-inbox/webhook-inbox/internal/queue"
+	"github.com/webhook-inbox/webhook-inbox/internal/replay"
+)
+
+// rieBinary finds the Runtime Interface Emulator that `make test` installs
+// into bin/ (or $AWS_LAMBDA_RIE).
+func rieBinary(tb testing.TB) string {
+	tb.Helper()
+	if p := os.Getenv("AWS_LAMBDA_RIE"); p != "" {
+		return p
+	}
+	p, err := filepath.Abs(filepath.Join(repoRoot, "bin", "aws-lambda-rie"))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	if _, err := os.Stat(p); err != nil {
+		tb.Fatalf("%s missing: `make test` installs it (make bin/aws-lambda-rie)", p)
+	}
+	return p
+}
+
+// buildBootstrap builds a function's real main package, as the Makefile
+// does for Lambda but for this machine's architecture.
+func buildBootstrap(tb testing.TB, fn string) string {
+	tb.Helper()
+	out := filepath.Join(tb.TempDir(), "bootstrap")
+	cmd := exec.Command("go", "build", "-tags", "lambda.norpc", "-trimpath", "-o", out, "./functions/"+fn)
+	cmd.Dir = repoRoot
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if b, err := cmd.CombinedOutput(); err != nil {
+		tb.Fatalf("build %s: %v\n%s", fn, err, b)
+	}
+	return out
+}
+
+// function is one bootstrap running under the emulator.
+type function struct {
+	url  string
+	logs *syncBuffer
+}
+
+// syncBuffer collects a child process's output while the test reads it.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+// startFunction runs bootstrap under aws-lambda-rie on loopback ports with
+// the given environment, and stops it when the test ends.
+func startFunction(tb testing.TB, rie, bootstrap string, env map[string]string) *function {
+	tb.Helper()
+	port, err := awstest.FreePort()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	apiPort, err := awstest.FreePort()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	addr := "127.0.0.1:" + strconv.Itoa(port)
+	cmd := exec.Command(rie,
+		"--runtime-interface-emulator-address", addr,
+		"--runtime-api-address", "127.0.0.1:"+strconv.Itoa(apiPort),
+		bootstrap)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	// The function sees only what Lambda would give it: its configuration
+	// and the SDK's standard settings pointing at the emulator.
+	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + tb.TempDir()}
+	for k, v := range env {
+		cmd.Env = append(cmd.Env, k+"="+v)
+	}
+	logs := &syncBuffer{}
+	cmd.Stdout, cmd.Stderr = logs, logs
+	if err := cmd.Start(); err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() {
+		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+		_ = cmd.Wait()
+		if tb.Failed() {
+			tb.Logf("%s output:\n%s", filepath.Base(filepath.Dir(bootstrap)), logs)
+		}
+	})
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		c, err := net.DialTimeout("tcp", addr, 200*time.Millisecond)
+		if err == nil {
+			c.Close()
+			break
+		}
+		if time.Now().After(deadline) {
+			tb.Fatalf("emulator on %s did not start:\n%s", addr, logs)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	return &function{url: "http://" + addr + "/2015-03-31/functions/function/invocations", logs: logs}
+}
+
+// invoke sends one event and decodes the function's answer into out.
+func (f *function) invoke(tb testing.TB, event []byte, out any) {
+	tb.Helper()
+	resp, err := http.Post(f.url, "application/json", bytes.NewReader(event))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != http.StatusOK {
+		tb.Fatalf("invoke: HTTP %d: %s", resp.StatusCode, b)
+	}
+	if err := json.Unmarshal(b, out); err != nil {
+		tb.Fatalf("invoke: answer %s: %v", b, err)
+	}
+}
+
+func readEvent(tb testing.TB, name string) []byte {
+	tb.Helper()
+	return mustRead(tb, filepath.Join("events", name))
+}
+
+// TestBootstrapsUnderRIE builds each real bootstrap and invokes it through
+// the Runtime Interface Emulator with the files in events/, the path `sam
+// local invoke` takes, against moto.
+func TestBootstrapsUnderRIE(t *testing.T) {
+	rie := rieBinary(t)
+	e := mustEnv(t)
+	sources, err := local.LoadSources(filepath.Join(repoRoot, "infra/local/sources.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	env := map[string]string{
+		"AWS_ENDPOINT_URL":            e.endpoint,
+		"AWS_REGION":                  awstest.Region,
+		"AWS_ACCESS_KEY_ID":           "test",
+		"AWS_SECRET_ACCESS_KEY":       "test",
+		"AWS_LAMBDA_FUNCTION_TIMEOUT": "30",
+	}
+	for k, v := range e.stack.Env {
+		env[k] = v
+	}
+
+	// Every file in events/ is exercised below.
+	files, err := filepath.Glob(filepath.Join(repoRoot, "events", "*.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(files) != 4 {
+		t.Fatalf("events/: got %d files, want the 4 this test invokes", len(files))
+	}
+
+	ingest := startFunction(t, rie, buildBootstrap(t, "ingest"), env)
+	processor := startFunction(t, rie, buildBootstrap(t, "processor"), env)
+	replayFn := startFunction(t, rie, buildBootstrap(t, "replay"), env)
+
+	t.Run("ingest", func(t *testing.T) {
+		committed := readEvent(t, local.EventIngest)
+		var ev events.APIGatewayV2HTTPRequest
+		if err := json.Unmarshal(committed, &ev); err != nil {
+			t.Fatal(err)
+		}
+		// The committed file's signature is as old as the file: 401 once it
+		// has expired, 202 if `make events` just ran. Near the 5-minute
+		// edge either answer is right.
+		ts, _ := strconv.ParseInt(strings.TrimPrefix(strings.Split(ev.Headers["stripe-signature"], ",")[0], "t="), 10, 64)
+		age := time.Since(time.Unix(ts, 0))
+		var resp events.APIGatewayV2HTTPResponse
+		ingest.invoke(t, committed, &resp)
+		switch {
+		case age < 4*time.Minute && resp.StatusCode != 202,
+			age > 6*time.Minute && resp.StatusCode != 401,
+			resp.StatusCode != 202 && resp.StatusCode != 401:
+			t.Fatalf("committed event (signed %s ago): got %d %s", age.Round(time.Second), resp.StatusCode, resp.Body)
+		}
+		accepted := resp.StatusCode == 202
+		// Re-signed now, as `make events` would write it.
+		evs, err := local.SampleEvents(repoRoot, sources, time.Now())
+		if err != nil {
+			t.Fatal(err)
+		}
+		ingest.invoke(t, evs[local.EventIngest], &resp)
+		if want := map[bool]int{true: 200, false: 202}[accepted]; resp.StatusCode != want {
+			t.Fatalf("fresh event: got %d %s, want %d", resp.StatusCode, resp.Body, want)
+		}
+		ingest.invoke(t, evs[local.EventIngest], &resp)
+		if resp.StatusCode != 200 || !strings.Contains(resp.Body, `"duplicate"`) {
+			t.Fatalf("again: got %d %s, want 200 duplicate", resp.StatusCode, resp.Body)
+		}
+		if !strings.Contains(ingest.logs.String(), `"outcome":"accepted"`) {
+			t.Errorf("no JSON log line for the accepted request:\n%s", ingest.logs)
+		}
+	})
+
+	t.Run("processor", func(t *testing.T) {
+		var resp events.SQSEventResponse
+		processor.invoke(t, readEvent(t, local.EventProcessor), &resp)
+		if len(resp.BatchItemFailures) != 1 || resp.BatchItemFailures[0].ItemIdentifier != local.PoisonMessageID {
+			t.Fatalf("batch failures: got %+v, want only the foreign message %s", resp.BatchItemFailures, local.PoisonMessageID)
+		}
+		var id struct {
+			ID   string `json:"id"`
+			Data struct {
+				Object struct {
+					ID string `json:"id"`
+				} `json:"object"`
+			} `json:"data"`
+		}
+		if err := json.Unmarshal(mustRead(t, local.SampleStripeEvent), &id); err != nil {
+			t.Fatal(err)
+		}
+		store := inboxstore.New(e.db, e.stack.Resources.TableName)
+		ev, err := store.Get(context.Background(), inbox.Key{Source: "stripe", EventID: id.ID}, time.Now())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ev.Status != inbox.StatusProcessed || ev.Outcome != inbox.OutcomeApplied {
+			t.Errorf("event: got %s/%s, want processed/applied", ev.Status, ev.Outcome)
+		}
+		if _, err := store.Effect(context.Background(), examples.InvoicePaidKind, id.Data.Object.ID); err != nil {
+			t.Errorf("effect: %v", err)
+		}
+		// The same batch again: acknowledged, no second effect.
+		processor.invoke(t, readEvent(t, local.EventProcessor), &resp)
+		if len(resp.BatchItemFailures) != 1 {
+			t.Errorf("redelivered batch: got %+v", resp.BatchItemFailures)
+		}
+		if n := e.effects(t); n != 1 {
+			t.Errorf("effect records: got %d, want 1", n)
+		}
+	})
+
+	t.Run("replay", func(t *testing.T) {
+		client := sqs.NewFromConfig(e.awsConfig)
+		dlq := queue.New(client, e.stack.Resources.DLQURL)
+		if err := dlq.Enqueue(context.Background(), inbox.Key{Source: "stripe", EventID: "evt_dead"}); err != nil {
+			t.Fatal(err)
+		}
+		var sum replay.Summary
+		replayFn.invoke(t, readEvent(t, local.EventReplayDryRun), &sum)
+		if !sum.DryRun || sum.Examined != 1 || sum.Moved != 0 || len(sum.Events) != 1 || sum.Events[0] != "stripe##evt_dead" {
+			t.Fatalf("dry run: got %+v", sum)
+		}
+		replayFn.invoke(t, readEvent(t, local.EventReplayDrain), &sum)
+		if sum.DryRun || sum.Moved != 1 {
+			t.Fatalf("drain: got %+v, want 1 moved", sum)
+		}
+		main := queue.New(client, e.stack.Resources.QueueURL)
+		msgs, err := main.Receive(context.Background(), 10, 30, 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// The ingest invocations above queued their own messages too.
+		found := false
+		for _, m := range msgs {
+			if msg, err := inbox.DecodeMessage(m.Body); err == nil && msg.Key.EventID == "evt_dead" {
+				found = true
+			}
+		}
+		if !found {
+			t.Fatalf("main queue: the replayed message is not among %d messages", len(msgs))
+		}
+		// A bad console event is an invocation error, not a silent dry run.
+		var errResp struct {
+			ErrorMessage string `json:"errorMessage"`
+		}
+		replayFn.invoke(t, []byte(`{"dry_rnu": false}`), &errResp)
+		if !strings.Contains(errResp.ErrorMessage, "bad request") {
+			t.Errorf("misspelt field: got %+v, want a bad request error", errResp)
+		}
+	})
+}
