@@ -10,7 +10,8 @@ ARTIFACTS_DIR ?= .build/$*
 
 # Lambda binaries: provided.al2023 on arm64, static, no RPC shim, no paths or
 # symbols baked in (smaller binary, faster cold start).
-LAMBDA_ENV   := CGO_ENABLED=0 GOOS=linux GOARCH=arm64
+LAMBDA_ARCH  ?= arm64
+LAMBDA_ENV   := CGO_ENABLED=0 GOOS=linux GOARCH=$(LAMBDA_ARCH)
 LAMBDA_FLAGS := -tags lambda.norpc -trimpath -ldflags='-s -w'
 
 # Function logical ID in template.yaml -> its main package.

@@ -76,7 +76,7 @@ func decodeBody(body string, isBase64 bool, maxBody int) ([]byte, error) {
 		}
 		return []byte(body), nil
 	}
-	if maxBody > 0 && base64.StdEncoding.DecodedLen(len(body)) > maxBody+2 {
+	if maxBody > 0 && base64.StdEncoding.DecodedLen(len(body))-2 > maxBody {
 		return nil, fmt.Errorf("%w: %d base64 bytes", ErrBodyTooLarge, len(body))
 	}
 	out, err := base64.StdEncoding.DecodeString(body)

@@ -70,7 +70,7 @@ func Load(getenv func(string) string, need Need) (Config, error) {
 	c.Retention = time.Duration(days) * 24 * time.Hour
 	if need.MaxReceiveCount {
 		c.MaxReceiveCount = intVar(getenv, "MAX_RECEIVE_COUNT", 0, 1, 1000, &errs)
-		if getenv("MAX_RECEIVE_COUNT") == "" {
+		if strings.TrimSpace(getenv("MAX_RECEIVE_COUNT")) == "" {
 			errs = append(errs, errors.New("MAX_RECEIVE_COUNT is required"))
 		}
 	}

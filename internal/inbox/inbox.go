@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"strings"
 	"time"
@@ -159,6 +160,9 @@ func DecodeMessage(body string) (Message, error) {
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&m); err != nil {
 		return Message{}, fmt.Errorf("decode message: %w", err)
+	}
+	if err := dec.Decode(new(json.RawMessage)); err != io.EOF {
+		return Message{}, errors.New("decode message: data after the message")
 	}
 	if err := m.Key.Validate(); err != nil {
 		return Message{}, fmt.Errorf("decode message: %w", err)

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"strings"
 	"time"
 
@@ -47,6 +48,9 @@ func Parse(sourcesJSON, secretsPrefix string) (*Set, error) {
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&list); err != nil {
 		return nil, fmt.Errorf("SOURCES: %w", err)
+	}
+	if err := dec.Decode(new(json.RawMessage)); err != io.EOF {
+		return nil, errors.New("SOURCES: data after the list")
 	}
 	if len(list) == 0 {
 		return nil, errors.New("SOURCES: no sources configured")

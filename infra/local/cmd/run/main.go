@@ -113,7 +113,8 @@ webhook-inbox is running locally.
               main queue %s
               DLQ        %s (after %d receives; visibility %s)
   Send a signed Stripe invoice.paid:   make send
-  Inspect:  aws --endpoint-url %s dynamodb scan --table-name %s
+  Inspect:  AWS_ACCESS_KEY_ID=test AWS_SECRET_ACCESS_KEY=test AWS_REGION=us-east-1 \
+              aws --endpoint-url %s dynamodb scan --table-name %s
   Ctrl-C stops everything.
 
 `, ln.Addr(), sourceNames(sources), moto.Endpoint, stack.Resources.TableName, stack.Resources.QueueURL,

@@ -1,0 +1,269 @@
+package config
+
+import (
+	"log/slog"
+	"maps"
+	"strings"
+	"testing"
+	"time"
+)
+
+const validSources = `[{"name":"stripe","kind":"stripe"}]`
+
+// env returns a getenv backed by m, with every setting present unless
+// overridden or removed (an empty value) by the caller.
+func env(overrides map[string]string) func(string) string {
+	m := map[string]string{
+		"INBOX_TABLE":       "inbox",
+		"QUEUE_URL":         "https://sqs.eu-west-1.amazonaws.com/123/inbox",
+		"DLQ_URL":           "https://sqs.eu-west-1.amazonaws.com/123/inbox-dlq",
+		"SOURCES":           validSources,
+		"SECRETS_PREFIX":    "webhook-inbox/",
+		"MAX_RECEIVE_COUNT": "5",
+	}
+	maps.Copy(m, overrides)
+	return func(k string) string { return m[k] }
+}
+
+func mustLoad(tb testing.TB, getenv func(string) string, need Need) Config {
+	tb.Helper()
+	c, err := Load(getenv, need)
+	if err != nil {
+		tb.Fatalf("Load: %v", err)
+	}
+	return c
+}
+
+func wantErrMentions(tb testing.TB, err error, names ...string) {
+	tb.Helper()
+	if err == nil {
+		tb.Fatalf("got no error, want one mentioning %v", names)
+	}
+	for _, n := range names {
+		if !strings.Contains(err.Error(), n) {
+			tb.Errorf("error %q does not mention %s", err, n)
+		}
+	}
+}
+
+var allNeeds = Need{Table: true, Queue: true, DLQ: true, Sources: true, MaxReceiveCount: true}
+
+// TestLoadEveryNeed loads every combination of Need with all settings
+// present, then with all settings absent.
+func TestLoadEveryNeed(t *testing.T) {
+	for bits := range 1 << 5 {
+		need := Need{
+			Table:           bits&1 != 0,
+			Queue:           bits&2 != 0,
+			DLQ:             bits&4 != 0,
+			Sources:         bits&8 != 0,
+			MaxReceiveCount: bits&16 != 0,
+		}
+		t.Run(needName(need), func(t *testing.T) {
+			c := mustLoad(t, env(nil), need)
+			if c.InboxTable != "inbox" || c.QueueURL == "" || c.DLQURL == "" || c.SecretsPrefix != "webhook-inbox/" {
+				t.Errorf("got %+v, want every string setting read", c)
+			}
+			if gotSources := c.Sources != nil; gotSources != need.Sources {
+				t.Errorf("Sources set: got %t, want %t", gotSources, need.Sources)
+			}
+			wantMRC := 0
+			if need.MaxReceiveCount {
+				wantMRC = 5
+			}
+			if c.MaxReceiveCount != wantMRC {
+				t.Errorf("MaxReceiveCount: got %d, want %d", c.MaxReceiveCount, wantMRC)
+			}
+
+			_, err := Load(func(string) string { return "" }, need)
+			var missing []string
+			for _, m := range []struct {
+				want bool
+				name string
+			}{
+				{need.Table, "INBOX_TABLE"},
+				{need.Queue, "QUEUE_URL"},
+				{need.DLQ, "DLQ_URL"},
+				{need.Sources, "SOURCES"},
+				{need.MaxReceiveCount, "MAX_RECEIVE_COUNT"},
+			} {
+				if m.want {
+					missing = append(missing, m.name)
+				}
+			}
+			if len(missing) == 0 {
+				if err != nil {
+					t.Errorf("empty environment: %v, want no error when nothing is required", err)
+				}
+				return
+			}
+			wantErrMentions(t, err, missing...)
+		})
+	}
+}
+
+func needName(n Need) string {
+	var parts []string
+	for _, p := range []struct {
+		on   bool
+		name string
+	}{{n.Table, "table"}, {n.Queue, "queue"}, {n.DLQ, "dlq"}, {n.Sources, "sources"}, {n.MaxReceiveCount, "mrc"}} {
+		if p.on {
+			parts = append(parts, p.name)
+		}
+	}
+	if len(parts) == 0 {
+		return "none"
+	}
+	return strings.Join(parts, "+")
+}
+
+func TestLoadDefaults(t *testing.T) {
+	c := mustLoad(t, env(nil), Need{})
+	if c.MaxBodyBytes != DefaultMaxBodyBytes {
+		t.Errorf("MaxBodyBytes: got %d, want %d", c.MaxBodyBytes, DefaultMaxBodyBytes)
+	}
+	if want := DefaultPayloadRetentionDays * 24 * time.Hour; c.Retention != want {
+		t.Errorf("Retention: got %v, want %v", c.Retention, want)
+	}
+	if c.LogLevel != slog.LevelInfo {
+		t.Errorf("LogLevel: got %v, want %v", c.LogLevel, slog.LevelInfo)
+	}
+}
+
+func TestLoadMissingListedTogether(t *testing.T) {
+	getenv := env(map[string]string{"INBOX_TABLE": "", "QUEUE_URL": "  ", "DLQ_URL": "", "SOURCES": "", "MAX_RECEIVE_COUNT": ""})
+	_, err := Load(getenv, allNeeds)
+	wantErrMentions(t, err, "INBOX_TABLE", "QUEUE_URL", "DLQ_URL", "SOURCES", "MAX_RECEIVE_COUNT")
+}
+
+func TestLoadProblemsListedTogether(t *testing.T) {
+	getenv := env(map[string]string{"INBOX_TABLE": "", "MAX_BODY_BYTES": "x", "PAYLOAD_RETENTION_DAYS": "0", "LOG_LEVEL": "verbose"})
+	_, err := Load(getenv, allNeeds)
+	wantErrMentions(t, err, "INBOX_TABLE", "MAX_BODY_BYTES", "PAYLOAD_RETENTION_DAYS", "LOG_LEVEL")
+}
+
+func TestLoadIntegers(t *testing.T) {
+	tests := []struct {
+		name    string
+		env     map[string]string
+		check   func(Config) (got, want any)
+		wantErr string // the variable the error must name; "" for success
+	}{
+		{"body bytes set", map[string]string{"MAX_BODY_BYTES": "1024"}, func(c Config) (any, any) { return c.MaxBodyBytes, 1024 }, ""},
+		{"body bytes trimmed", map[string]string{"MAX_BODY_BYTES": " 2048 "}, func(c Config) (any, any) { return c.MaxBodyBytes, 2048 }, ""},
+		{"body bytes at 1", map[string]string{"MAX_BODY_BYTES": "1"}, func(c Config) (any, any) { return c.MaxBodyBytes, 1 }, ""},
+		{"body bytes at cap", map[string]string{"MAX_BODY_BYTES": "358400"}, func(c Config) (any, any) { return c.MaxBodyBytes, 350 << 10 }, ""},
+		{"body bytes above cap", map[string]string{"MAX_BODY_BYTES": "358401"}, nil, "MAX_BODY_BYTES"},
+		{"body bytes API Gateway max", map[string]string{"MAX_BODY_BYTES": "10485760"}, nil, "MAX_BODY_BYTES"},
+		{"body bytes zero", map[string]string{"MAX_BODY_BYTES": "0"}, nil, "MAX_BODY_BYTES"},
+		{"body bytes negative", map[string]string{"MAX_BODY_BYTES": "-1"}, nil, "MAX_BODY_BYTES"},
+		{"body bytes not an integer", map[string]string{"MAX_BODY_BYTES": "256k"}, nil, "MAX_BODY_BYTES"},
+		{"body bytes float", map[string]string{"MAX_BODY_BYTES": "1.5"}, nil, "MAX_BODY_BYTES"},
+		{"retention 1 day", map[string]string{"PAYLOAD_RETENTION_DAYS": "1"}, func(c Config) (any, any) { return c.Retention, 24 * time.Hour }, ""},
+		{"retention 7 days", map[string]string{"PAYLOAD_RETENTION_DAYS": "7"}, func(c Config) (any, any) { return c.Retention, 168 * time.Hour }, ""},
+		{"retention 3650 days", map[string]string{"PAYLOAD_RETENTION_DAYS": "3650"}, func(c Config) (any, any) { return c.Retention, 3650 * 24 * time.Hour }, ""},
+		{"retention zero", map[string]string{"PAYLOAD_RETENTION_DAYS": "0"}, nil, "PAYLOAD_RETENTION_DAYS"},
+		{"retention above max", map[string]string{"PAYLOAD_RETENTION_DAYS": "3651"}, nil, "PAYLOAD_RETENTION_DAYS"},
+		{"retention not an integer", map[string]string{"PAYLOAD_RETENTION_DAYS": "30d"}, nil, "PAYLOAD_RETENTION_DAYS"},
+		{"receive count", map[string]string{"MAX_RECEIVE_COUNT": "10"}, func(c Config) (any, any) { return c.MaxReceiveCount, 10 }, ""},
+		{"receive count missing", map[string]string{"MAX_RECEIVE_COUNT": ""}, nil, "MAX_RECEIVE_COUNT"},
+		{"receive count blank", map[string]string{"MAX_RECEIVE_COUNT": "   "}, nil, "MAX_RECEIVE_COUNT"},
+		{"receive count zero", map[string]string{"MAX_RECEIVE_COUNT": "0"}, nil, "MAX_RECEIVE_COUNT"},
+		{"receive count above max", map[string]string{"MAX_RECEIVE_COUNT": "1001"}, nil, "MAX_RECEIVE_COUNT"},
+		{"receive count not an integer", map[string]string{"MAX_RECEIVE_COUNT": "five"}, nil, "MAX_RECEIVE_COUNT"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c, err := Load(env(tt.env), allNeeds)
+			if tt.wantErr != "" {
+				wantErrMentions(t, err, tt.wantErr)
+				if c != (Config{}) {
+					t.Errorf("got %+v with the error, want the zero Config", c)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("Load: %v", err)
+			}
+			if got, want := tt.check(c); got != want {
+				t.Errorf("got %v, want %v", got, want)
+			}
+		})
+	}
+}
+
+// MAX_RECEIVE_COUNT is read only by functions that need it.
+func TestLoadReceiveCountIgnoredUnlessNeeded(t *testing.T) {
+	c := mustLoad(t, env(map[string]string{"MAX_RECEIVE_COUNT": "nonsense"}), Need{Table: true})
+	if c.MaxReceiveCount != 0 {
+		t.Errorf("MaxReceiveCount: got %d, want 0", c.MaxReceiveCount)
+	}
+}
+
+func TestLoadLogLevel(t *testing.T) {
+	tests := []struct {
+		in      string
+		want    slog.Level
+		wantErr bool
+	}{
+		{"", slog.LevelInfo, false},
+		{"debug", slog.LevelDebug, false},
+		{"INFO", slog.LevelInfo, false},
+		{"WARN", slog.LevelWarn, false},
+		{"warning", slog.LevelWarn, false},
+		{" error ", slog.LevelError, false},
+		{"verbose", 0, true},
+		{"trace", 0, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.in, func(t *testing.T) {
+			c, err := Load(env(map[string]string{"LOG_LEVEL": tt.in}), allNeeds)
+			if tt.wantErr {
+				wantErrMentions(t, err, "LOG_LEVEL", tt.in)
+				return
+			}
+			if err != nil {
+				t.Fatalf("Load: %v", err)
+			}
+			if c.LogLevel != tt.want {
+				t.Errorf("got %v, want %v", c.LogLevel, tt.want)
+			}
+		})
+	}
+}
+
+func TestLoadSources(t *testing.T) {
+	tests := []struct {
+		name    string
+		sources string
+	}{
+		{"not json", "stripe"},
+		{"empty list", "[]"},
+		{"unknown kind", `[{"name":"s","kind":"paypal"}]`},
+		{"bad tolerance", `[{"name":"s","kind":"stripe","options":{"tolerance":"0"}}]`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := Load(env(map[string]string{"SOURCES": tt.sources}), allNeeds)
+			wantErrMentions(t, err, "SOURCES")
+		})
+	}
+
+	t.Run("valid with prefix", func(t *testing.T) {
+		c := mustLoad(t, env(map[string]string{"SOURCES": `[{"name":"stripe","kind":"stripe"},{"name":"shop","kind":"stripe"}]`}), allNeeds)
+		if _, err := c.Sources.Lookup("shop", "acct_1"); err != nil {
+			t.Fatalf("Lookup: %v", err)
+		}
+		if got, want := c.Sources.SecretID("shop", "acct_1"), "webhook-inbox/shop/acct_1"; got != want {
+			t.Errorf("SecretID: got %q, want %q", got, want)
+		}
+	})
+
+	t.Run("not read unless needed", func(t *testing.T) {
+		c := mustLoad(t, env(map[string]string{"SOURCES": "not json"}), Need{Table: true})
+		if c.Sources != nil {
+			t.Errorf("got Sources %v, want nil", c.Sources.Names())
+		}
+	})
+}
