@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -24,6 +25,7 @@ import (
 	"github.com/webhook-inbox/webhook-inbox/internal/examples"
 	"github.com/webhook-inbox/webhook-inbox/internal/inbox"
 	"github.com/webhook-inbox/webhook-inbox/internal/inboxstore"
+	"github.com/webhook-inbox/webhook-inbox/internal/replay"
 	"github.com/webhook-inbox/webhook-inbox/internal/signature"
 )
 
@@ -33,6 +35,7 @@ const (
 )
 
 type env struct {
+	moto      *awstest.Server
 	endpoint  string
 	awsConfig aws.Config
 	stack     *local.Stack
@@ -59,7 +62,9 @@ func mustEnv(tb testing.TB) *env {
 	}
 	logs := &bytes.Buffer{}
 	log := slog.New(slog.NewJSONHandler(logs, nil))
-	stack, err := local.Setup(context.Background(), cfg, filepath.Join(repoRoot, "template.yaml"), sources, log)
+	// The handlers send one request at a time: moto does not evaluate a
+	// conditional write atomically, which DynamoDB does (see SerialConfig).
+	stack, err := local.Setup(context.Background(), s.SerialConfig(), filepath.Join(repoRoot, "template.yaml"), sources, log)
 	if err != nil {
 		tb.Fatalf("setup: %v", err)
 	}
@@ -67,7 +72,7 @@ func mustEnv(tb testing.TB) *env {
 	tb.Cleanup(api.Close)
 	db := dynamodb.NewFromConfig(cfg)
 	return &env{
-		endpoint: s.Endpoint, awsConfig: cfg,
+		moto: s, endpoint: s.Endpoint, awsConfig: cfg,
 		stack: stack, api: api, db: db, logs: logs,
 		poller: stack.Poller(sqs.NewFromConfig(cfg), cfg.Region, log),
 		store:  inboxstore.New(db, stack.Resources.TableName),
@@ -228,5 +233,95 @@ func TestRejectedAndMalformed(t *testing.T) {
 	}
 	if out.Count != 0 {
 		t.Errorf("refused requests stored %d items", out.Count)
+	}
+}
+
+// TestConcurrentDeliveries: one event delivered by N concurrent requests is
+// accepted once, answered duplicate for the rest, and applied once.
+func TestConcurrentDeliveries(t *testing.T) {
+	e := mustEnv(t)
+	body := mustRead(t, invoicePaid)
+	const n = 8
+	statuses := make(chan int, n)
+	var wg sync.WaitGroup
+	for range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			status, _ := e.post(t, body, time.Now())
+			statuses <- status
+		}()
+	}
+	wg.Wait()
+	close(statuses)
+	count := map[int]int{}
+	for s := range statuses {
+		count[s]++
+	}
+	if count[http.StatusAccepted] != 1 || count[http.StatusOK] != n-1 {
+		t.Fatalf("statuses: got %v, want one 202 and %d 200", count, n-1)
+	}
+	e.drain(t)
+	if got := e.effects(t); got != 1 {
+		t.Errorf("effect records: got %d, want 1", got)
+	}
+}
+
+// TestPermanentFailureToDLQAndReplay: a verified invoice.paid whose invoice
+// cannot be read is marked dead with its error and its message lands in the
+// DLQ at once; a dry-run replay lists it, a real one moves it back, and the
+// processor, still unable to apply it, sends it to the DLQ again: nothing is
+// lost and nothing is applied.
+func TestPermanentFailureToDLQAndReplay(t *testing.T) {
+	e := mustEnv(t)
+	body := []byte(`{"id":"evt_bad_invoice","object":"event","type":"invoice.paid","created":1764500000,"data":{"object":{"object":"invoice"}}}`)
+	if status, resp := e.post(t, body, time.Now()); status != http.StatusAccepted {
+		t.Fatalf("got %d %v, want 202", status, resp)
+	}
+	e.drain(t)
+	key := inbox.Key{Source: "stripe", EventID: "evt_bad_invoice"}
+	ev, err := e.store.Get(context.Background(), key, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ev.Status != inbox.StatusDead || !strings.Contains(ev.LastError, "not an invoice") || ev.Attempts != 1 {
+		t.Fatalf("event: got status %s, attempts %d, last_error %q; want dead after 1 attempt with the handler's error", ev.Status, ev.Attempts, ev.LastError)
+	}
+	sum, err := e.stack.Replay.Handle(context.Background(), replay.Request{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !sum.DryRun || sum.Examined != 1 || len(sum.Events) != 1 || sum.Events[0] != key.String() {
+		t.Fatalf("dry run: got %+v, want the dead event listed", sum)
+	}
+	no := false
+	if sum, err = e.stack.Replay.Handle(context.Background(), replay.Request{DryRun: &no}); err != nil || sum.Moved != 1 {
+		t.Fatalf("replay: got %+v, %v; want 1 moved", sum, err)
+	}
+	e.drain(t)
+	ev, _ = e.store.Get(context.Background(), key, time.Now())
+	if ev.Status != inbox.StatusDead || ev.Attempts != 2 {
+		t.Errorf("after replay: got %s after %d attempts, want dead after 2", ev.Status, ev.Attempts)
+	}
+	if sum, _ = e.stack.Replay.Handle(context.Background(), replay.Request{}); sum.Examined != 1 {
+		t.Errorf("DLQ after the failed replay: got %d messages, want 1", sum.Examined)
+	}
+	if got := e.effects(t); got != 0 {
+		t.Errorf("effect records: got %d, want 0", got)
+	}
+}
+
+// TestStoreOutage: with the AWS endpoint gone, a valid delivery gets 503 so
+// the provider retries, never a 500.
+func TestStoreOutage(t *testing.T) {
+	e := mustEnv(t)
+	body := mustRead(t, invoicePaid)
+	// The first request caches the signing secret, as a warm function has.
+	if status, _ := e.post(t, []byte(`{"id":"evt_warmup","object":"event","type":"ping"}`), time.Now()); status != http.StatusAccepted {
+		t.Fatalf("warm-up: got %d, want 202", status)
+	}
+	e.moto.Stop()
+	if status, resp := e.post(t, body, time.Now()); status != http.StatusServiceUnavailable || resp["error"] != "temporarily unavailable" {
+		t.Errorf("got %d %v, want 503 temporarily unavailable", status, resp)
 	}
 }
