@@ -8,28 +8,23 @@ import (
 	"os"
 
 	"github.com/aws/aws-lambda-go/lambda"
-	awsconfig "github.com/aws/aws-sdk-go-v2/config"
 
 	"github.com/webhook-inbox/webhook-inbox/internal/app"
-	"github.com/webhook-inbox/webhook-inbox/internal/config"
-	"github.com/webhook-inbox/webhook-inbox/internal/obs"
 )
 
 func main() {
-	cfg, err := config.Load(os.Getenv, app.ProcessorNeeds)
+	cfg, aws, log, err := app.Load(context.Background(), os.Getenv, app.ProcessorNeeds)
 	if err != nil {
-		fmt.Fprintln(os.Stderr, "processor:", err)
-		os.Exit(1)
+		fail(err)
 	}
-	aws, err := awsconfig.LoadDefaultConfig(context.Background())
+	p, err := app.Processor(cfg, aws, log)
 	if err != nil {
-		fmt.Fprintln(os.Stderr, "processor: aws config:", err)
-		os.Exit(1)
-	}
-	p, err := app.Processor(cfg, aws, obs.NewLogger(os.Stdout, cfg.LogLevel))
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "processor:", err)
-		os.Exit(1)
+		fail(err)
 	}
 	lambda.Start(p.Handle)
+}
+
+func fail(err error) {
+	fmt.Fprintln(os.Stderr, "processor:", err)
+	os.Exit(1)
 }

@@ -10,26 +10,19 @@ import (
 	"os"
 
 	"github.com/aws/aws-lambda-go/lambda"
-	awsconfig "github.com/aws/aws-sdk-go-v2/config"
 
 	"github.com/webhook-inbox/webhook-inbox/internal/app"
-	"github.com/webhook-inbox/webhook-inbox/internal/config"
-	"github.com/webhook-inbox/webhook-inbox/internal/obs"
 	"github.com/webhook-inbox/webhook-inbox/internal/replay"
 )
 
 func main() {
-	cfg, err := config.Load(os.Getenv, app.ReplayNeeds)
+	cfg, aws, log, err := app.Load(context.Background(), os.Getenv, app.ReplayNeeds)
 	if err != nil {
-		fmt.Fprintln(os.Stderr, "replay:", err)
-		os.Exit(1)
+		fail(err)
 	}
-	aws, err := awsconfig.LoadDefaultConfig(context.Background())
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "replay: aws config:", err)
-		os.Exit(1)
-	}
-	r := app.Replay(cfg, aws, obs.NewLogger(os.Stdout, cfg.LogLevel))
+	r := app.Replay(cfg, aws, log)
+	// The payload is decoded strictly: a misspelt "dry_run" is an error, not
+	// a silent dry run.
 	lambda.Start(func(ctx context.Context, payload json.RawMessage) (replay.Summary, error) {
 		req, err := replay.DecodeRequest(payload)
 		if err != nil {
@@ -37,4 +30,9 @@ func main() {
 		}
 		return r.Handle(ctx, req)
 	})
+}
+
+func fail(err error) {
+	fmt.Fprintln(os.Stderr, "replay:", err)
+	os.Exit(1)
 }

@@ -4,10 +4,14 @@
 package app
 
 import (
+	"context"
+	"fmt"
 	"log/slog"
+	"os"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	awsconfig "github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
@@ -16,6 +20,7 @@ import (
 	"github.com/webhook-inbox/webhook-inbox/internal/examples"
 	"github.com/webhook-inbox/webhook-inbox/internal/inboxstore"
 	"github.com/webhook-inbox/webhook-inbox/internal/ingest"
+	"github.com/webhook-inbox/webhook-inbox/internal/obs"
 	"github.com/webhook-inbox/webhook-inbox/internal/processor"
 	"github.com/webhook-inbox/webhook-inbox/internal/queue"
 	"github.com/webhook-inbox/webhook-inbox/internal/replay"
@@ -33,14 +38,29 @@ var (
 // secret is picked up within it (absent secrets within a fifth of it).
 const SecretsTTL = 5 * time.Minute
 
+// Load is a function's cold start: its configuration from getenv (checked
+// against needs), the SDK's configuration from its standard environment
+// (AWS_REGION, AWS_ENDPOINT_URL, credentials) and a JSON logger on stdout.
+func Load(ctx context.Context, getenv func(string) string, needs config.Need) (config.Config, aws.Config, *slog.Logger, error) {
+	cfg, err := config.Load(getenv, needs)
+	if err != nil {
+		return config.Config{}, aws.Config{}, nil, err
+	}
+	awsCfg, err := awsconfig.LoadDefaultConfig(ctx)
+	if err != nil {
+		return config.Config{}, aws.Config{}, nil, fmt.Errorf("aws config: %w", err)
+	}
+	return cfg, awsCfg, obs.NewLogger(os.Stdout, cfg.LogLevel), nil
+}
+
 // Ingest builds the ingest handler.
-func Ingest(cfg config.Config, aws aws.Config, log *slog.Logger) (*ingest.Handler, error) {
+func Ingest(cfg config.Config, awsCfg aws.Config, log *slog.Logger) (*ingest.Handler, error) {
 	return ingest.New(ingest.Config{
 		Sources:          cfg.Sources,
-		Secrets:          secrets.NewStore(secretsmanager.NewFromConfig(aws), SecretsTTL),
+		Secrets:          secrets.NewStore(secretsmanager.NewFromConfig(awsCfg), SecretsTTL),
 		IsSecretNotFound: secrets.IsNotFound,
-		Store:            inboxstore.New(dynamodb.NewFromConfig(aws), cfg.InboxTable),
-		Queue:            queue.New(sqs.NewFromConfig(aws), cfg.QueueURL),
+		Store:            inboxstore.New(dynamodb.NewFromConfig(awsCfg), cfg.InboxTable),
+		Queue:            queue.New(sqs.NewFromConfig(awsCfg), cfg.QueueURL),
 		MaxBodyBytes:     cfg.MaxBodyBytes,
 		Retention:        cfg.Retention,
 		Logger:           log,
@@ -48,10 +68,10 @@ func Ingest(cfg config.Config, aws aws.Config, log *slog.Logger) (*ingest.Handle
 }
 
 // Processor builds the processor handler with the shipped example routes.
-func Processor(cfg config.Config, aws aws.Config, log *slog.Logger) (*processor.Processor, error) {
+func Processor(cfg config.Config, awsCfg aws.Config, log *slog.Logger) (*processor.Processor, error) {
 	return processor.New(processor.Config{
-		Store:           inboxstore.New(dynamodb.NewFromConfig(aws), cfg.InboxTable),
-		DeadLetters:     queue.New(sqs.NewFromConfig(aws), cfg.DLQURL),
+		Store:           inboxstore.New(dynamodb.NewFromConfig(awsCfg), cfg.InboxTable),
+		DeadLetters:     queue.New(sqs.NewFromConfig(awsCfg), cfg.DLQURL),
 		Routes:          examples.Routes(),
 		MaxReceiveCount: cfg.MaxReceiveCount,
 		Logger:          log,
@@ -59,8 +79,8 @@ func Processor(cfg config.Config, aws aws.Config, log *slog.Logger) (*processor.
 }
 
 // Replay builds the replay handler.
-func Replay(cfg config.Config, aws aws.Config, log *slog.Logger) *replay.Replayer {
-	client := sqs.NewFromConfig(aws)
+func Replay(cfg config.Config, awsCfg aws.Config, log *slog.Logger) *replay.Replayer {
+	client := sqs.NewFromConfig(awsCfg)
 	return &replay.Replayer{
 		DLQ:    queue.New(client, cfg.DLQURL),
 		Main:   queue.New(client, cfg.QueueURL),

@@ -57,6 +57,47 @@ func Start(tb testing.TB) *Server {
 	return s
 }
 
+// Shared is one moto server for a whole test package, started by the first
+// test that asks for it. Stop it from TestMain after m.Run.
+type Shared struct {
+	once   sync.Once
+	server *Server
+	err    error
+}
+
+// Get returns the package's server, starting it on first use; under -short
+// the test is skipped.
+func (s *Shared) Get(tb testing.TB) *Server {
+	tb.Helper()
+	if testing.Short() {
+		tb.Skip("integration test: needs moto_server (skipped with -short)")
+	}
+	s.once.Do(func() {
+		bin, err := MotoBinary()
+		if err != nil {
+			s.err = err
+			return
+		}
+		port, err := FreePort()
+		if err != nil {
+			s.err = fmt.Errorf("free port: %w", err)
+			return
+		}
+		s.server, s.err = Launch(context.Background(), bin, port, nil)
+	})
+	if s.err != nil {
+		tb.Fatal(s.err)
+	}
+	return s.server
+}
+
+// Stop stops the server if it was started.
+func (s *Shared) Stop() {
+	if s.server != nil {
+		s.server.Stop()
+	}
+}
+
 // MotoBinary finds moto_server: $MOTO_SERVER, then the project virtualenv
 // (.venv/bin/moto_server, which `make` creates where moto is missing), then PATH.
 func MotoBinary() (string, error) {

@@ -25,44 +25,21 @@ import (
 )
 
 // One moto serves the whole package; every test gets its own table.
-var moto struct {
-	once   sync.Once
-	server *awstest.Server
-	err    error
+var (
+	moto   awstest.Shared
 	tables atomic.Int64
-}
+)
 
 func TestMain(m *testing.M) {
 	code := m.Run()
-	if moto.server != nil {
-		moto.server.Stop()
-	}
+	moto.Stop()
 	os.Exit(code)
 }
 
 // mustMoto returns the package's moto server, starting it on first use.
 func mustMoto(tb testing.TB) *awstest.Server {
 	tb.Helper()
-	if testing.Short() {
-		tb.Skip("integration test: needs moto_server (skipped with -short)")
-	}
-	moto.once.Do(func() {
-		bin, err := awstest.MotoBinary()
-		if err != nil {
-			moto.err = err
-			return
-		}
-		port, err := awstest.FreePort()
-		if err != nil {
-			moto.err = fmt.Errorf("free port: %w", err)
-			return
-		}
-		moto.server, moto.err = awstest.Launch(context.Background(), bin, port, nil)
-	})
-	if moto.err != nil {
-		tb.Fatal(moto.err)
-	}
-	return moto.server
+	return moto.Get(tb)
 }
 
 // mustStore creates a fresh inbox table (hash key pk, on demand) in the
@@ -71,7 +48,7 @@ func mustStore(tb testing.TB) *inboxstore.Store {
 	tb.Helper()
 	cfg := mustMoto(tb).SerialConfig()
 	db := dynamodb.NewFromConfig(cfg)
-	name := fmt.Sprintf("inbox-%d", moto.tables.Add(1))
+	name := fmt.Sprintf("inbox-%d", tables.Add(1))
 	_, err := db.CreateTable(context.Background(), &dynamodb.CreateTableInput{
 		TableName:            aws.String(name),
 		BillingMode:          types.BillingModePayPerRequest,

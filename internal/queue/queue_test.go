@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"os"
 	"strconv"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -21,44 +20,21 @@ import (
 )
 
 // One moto serves the whole package; every test gets its own queue.
-var moto struct {
-	once   sync.Once
-	server *awstest.Server
-	err    error
+var (
+	moto   awstest.Shared
 	queues atomic.Int64
-}
+)
 
 func TestMain(m *testing.M) {
 	code := m.Run()
-	if moto.server != nil {
-		moto.server.Stop()
-	}
+	moto.Stop()
 	os.Exit(code)
 }
 
 // mustMoto returns the package's moto server, starting it on first use.
 func mustMoto(tb testing.TB) *awstest.Server {
 	tb.Helper()
-	if testing.Short() {
-		tb.Skip("integration test: needs moto_server (skipped with -short)")
-	}
-	moto.once.Do(func() {
-		bin, err := awstest.MotoBinary()
-		if err != nil {
-			moto.err = err
-			return
-		}
-		port, err := awstest.FreePort()
-		if err != nil {
-			moto.err = fmt.Errorf("free port: %w", err)
-			return
-		}
-		moto.server, moto.err = awstest.Launch(context.Background(), bin, port, nil)
-	})
-	if moto.err != nil {
-		tb.Fatal(moto.err)
-	}
-	return moto.server
+	return moto.Get(tb)
 }
 
 // mustQueue creates a fresh queue in the package's moto and returns it with
@@ -66,7 +42,7 @@ func mustMoto(tb testing.TB) *awstest.Server {
 func mustQueue(tb testing.TB) (*queue.Queue, *sqs.Client) {
 	tb.Helper()
 	client := sqs.NewFromConfig(mustMoto(tb).Config())
-	name := fmt.Sprintf("inbox-%d", moto.queues.Add(1))
+	name := fmt.Sprintf("inbox-%d", queues.Add(1))
 	out, err := client.CreateQueue(context.Background(), &sqs.CreateQueueInput{QueueName: aws.String(name)})
 	if err != nil {
 		tb.Fatalf("create queue %s: %v", name, err)

@@ -20,44 +20,21 @@ import (
 )
 
 // One moto serves the whole package; every test uses its own secret names.
-var moto struct {
-	once    sync.Once
-	server  *awstest.Server
-	err     error
+var (
+	moto    awstest.Shared
 	secrets atomic.Int64
-}
+)
 
 func TestMain(m *testing.M) {
 	code := m.Run()
-	if moto.server != nil {
-		moto.server.Stop()
-	}
+	moto.Stop()
 	os.Exit(code)
 }
 
 // mustMoto returns the package's moto server, starting it on first use.
 func mustMoto(tb testing.TB) *awstest.Server {
 	tb.Helper()
-	if testing.Short() {
-		tb.Skip("integration test: needs moto_server (skipped with -short)")
-	}
-	moto.once.Do(func() {
-		bin, err := awstest.MotoBinary()
-		if err != nil {
-			moto.err = err
-			return
-		}
-		port, err := awstest.FreePort()
-		if err != nil {
-			moto.err = fmt.Errorf("free port: %w", err)
-			return
-		}
-		moto.server, moto.err = awstest.Launch(context.Background(), bin, port, nil)
-	})
-	if moto.err != nil {
-		tb.Fatal(moto.err)
-	}
-	return moto.server
+	return moto.Get(tb)
 }
 
 func mustClient(tb testing.TB) *secretsmanager.Client {
@@ -69,7 +46,7 @@ func mustClient(tb testing.TB) *secretsmanager.Client {
 // the name.
 func mustSecret(tb testing.TB, sm *secretsmanager.Client, value string) string {
 	tb.Helper()
-	name := fmt.Sprintf("webhook-inbox/stripe/acct_%d", moto.secrets.Add(1))
+	name := fmt.Sprintf("webhook-inbox/stripe/acct_%d", secrets.Add(1))
 	_, err := sm.CreateSecret(context.Background(), &secretsmanager.CreateSecretInput{
 		Name: aws.String(name), SecretString: aws.String(value),
 	})
