@@ -85,7 +85,7 @@ func (a *api) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		slog.String("path", r.URL.EscapedPath()),
 		slog.String("route", routeKey),
 		slog.Int("status", status),
-		slog.Duration("duration", time.Since(start)),
+		slog.Float64("duration_ms", float64(time.Since(start).Microseconds())/1000),
 	}
 	level := slog.LevelInfo
 	if err != nil {

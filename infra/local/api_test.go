@@ -513,7 +513,7 @@ func TestAPILogsNeverTheBody(t *testing.T) {
 	if got := strings.Count(out, "\n"); got != 2 {
 		t.Errorf("log has %d lines, want 2: %s", got, out)
 	}
-	for _, want := range []string{`"method":"POST"`, `"path":"/webhooks/stripe"`, `"status":401`, `"duration":`} {
+	for _, want := range []string{`"method":"POST"`, `"path":"/webhooks/stripe"`, `"status":401`, `"duration_ms":`} {
 		if !strings.Contains(out, want) {
 			t.Errorf("log = %s, want it to contain %s", out, want)
 		}

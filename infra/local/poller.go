@@ -149,7 +149,7 @@ func (p *Poller) PollOnce(ctx context.Context) (received int, err error) {
 		slog.Int("received", len(ev.Records)),
 		slog.Int("failed", failed),
 		slog.Int("deleted", deleted),
-		slog.Duration("duration", time.Since(start)),
+		slog.Float64("duration_ms", float64(time.Since(start).Microseconds())/1000),
 	}
 	level := slog.LevelInfo
 	if reason != "" {
