@@ -161,6 +161,9 @@ func readEvent(tb testing.TB, name string) []byte {
 // the Runtime Interface Emulator with the files in events/, the path `sam
 // local invoke` takes, against moto.
 func TestBootstrapsUnderRIE(t *testing.T) {
+	if testing.Short() {
+		t.Skip("integration test: needs moto_server and aws-lambda-rie (skipped with -short)")
+	}
 	rie := rieBinary(t)
 	e := mustEnv(t)
 	sources, err := local.LoadSources(filepath.Join(repoRoot, "infra/local/sources.json"))

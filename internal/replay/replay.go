@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"log/slog"
 	"strings"
+	"time"
 
 	"github.com/webhook-inbox/webhook-inbox/internal/inbox"
 	"github.com/webhook-inbox/webhook-inbox/internal/queue"
@@ -63,6 +64,8 @@ const (
 	// hold keeps examined messages invisible for the rest of the run, so a
 	// dry run does not count one message twice.
 	hold int32 = 120
+	// reserve is the time kept back before the invocation's deadline.
+	reserve = 10 * time.Second
 )
 
 // ActionDrainDLQ is the only action so far.
@@ -113,6 +116,11 @@ func (r *Replayer) drain(ctx context.Context, limit int, s *Summary) error {
 	}()
 	seen := map[string]bool{}
 	for s.Examined < limit {
+		// Stop while there is time to answer: the summary is the operator's
+		// only record of what moved.
+		if d, ok := ctx.Deadline(); ok && time.Until(d) < reserve {
+			return errors.New("stopped before the function's timeout: invoke again to continue")
+		}
 		n := int32(min(10, limit-s.Examined))
 		msgs, err := r.DLQ.Receive(ctx, n, hold, 0)
 		if err != nil {

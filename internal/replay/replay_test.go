@@ -7,7 +7,9 @@ import (
 	"fmt"
 	"log/slog"
 	"sort"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
@@ -114,5 +116,20 @@ func TestBadRequests(t *testing.T) {
 		if _, err := replay.DecodeRequest([]byte(payload)); err != nil {
 			t.Errorf("%s: got %v, want nil", payload, err)
 		}
+	}
+}
+
+// TestStopsBeforeDeadline: a drain that runs out of time stops with a
+// summary instead of being cut off by the function timeout.
+func TestStopsBeforeDeadline(t *testing.T) {
+	r := &replay.Replayer{Logger: slog.New(slog.NewJSONHandler(&bytes.Buffer{}, nil))}
+	ctx, cancel := context.WithDeadline(context.Background(), time.Now().Add(time.Second))
+	defer cancel()
+	sum, err := r.Handle(ctx, replay.Request{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sum.Examined != 0 || !strings.Contains(sum.Error, "invoke again") {
+		t.Errorf("got %+v, want nothing examined and an error saying to invoke again", sum)
 	}
 }
