@@ -4,7 +4,7 @@ import (
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -112,48 +112,47 @@ func (s *Stripe) Verify(r Request, secrets [][]byte, now time.Time) error {
 	return ErrNoMatch
 }
 
-// stripeEnvelope holds the only fields Identify reads; encoding/json skips
-// the rest without allocating for it.
-type stripeEnvelope struct {
-	ID      string          `json:"id"`
-	Object  string          `json:"object"`
-	Type    string          `json:"type"`
-	Created json.RawMessage `json:"created"`
-}
+var stripeFields = []string{"id", "object", "type", "created"}
 
-// Identify implements Scheme: the body's id, type and created.
+// Identify implements Scheme: the body's id, type and created, read in one
+// pass that also validates the JSON.
 func (s *Stripe) Identify(r Request) (Identity, error) {
-	var env stripeEnvelope
-	if err := json.Unmarshal(r.Body, &env); err != nil {
+	var f [4][]byte
+	if err := jsonFields(r.Body, stripeFields, f[:]); err != nil {
 		return Identity{}, fmt.Errorf("%w: stripe: body is not a JSON object", ErrInvalidPayload)
 	}
-	if env.ID == "" {
+	id, ok := jsonString(f[0])
+	if !ok || id == "" {
 		return Identity{}, fmt.Errorf("%w: stripe: missing id", ErrInvalidPayload)
 	}
-	if env.Type == "" {
+	typ, ok := jsonString(f[2])
+	if !ok || typ == "" {
 		return Identity{}, fmt.Errorf("%w: stripe: missing type", ErrInvalidPayload)
 	}
-	if env.Object != "" && env.Object != "event" && env.Object != "v2.core.event" {
-		return Identity{}, fmt.Errorf("%w: stripe: object is not an event", ErrInvalidPayload)
+	if f[1] != nil && string(f[1]) != "null" {
+		obj, ok := jsonString(f[1])
+		if !ok || obj != "" && obj != "event" && obj != "v2.core.event" {
+			return Identity{}, fmt.Errorf("%w: stripe: object is not an event", ErrInvalidPayload)
+		}
 	}
-	id := Identity{ID: env.ID, Type: env.Type}
-	if len(env.Created) > 0 && string(env.Created) != "null" {
-		c, err := parseCreated(env.Created)
+	out := Identity{ID: id, Type: typ}
+	if len(f[3]) > 0 && string(f[3]) != "null" {
+		c, err := parseCreated(f[3])
 		if err != nil {
 			return Identity{}, fmt.Errorf("%w: stripe: created: %v", ErrInvalidPayload, err)
 		}
-		id.Created = c
+		out.Created = c
 	}
-	return id, nil
+	return out, nil
 }
 
 // parseCreated accepts unix seconds (v1 events) or an RFC 3339 string (v2
 // event notifications).
-func parseCreated(raw json.RawMessage) (time.Time, error) {
+func parseCreated(raw []byte) (time.Time, error) {
 	if raw[0] == '"' {
-		var s string
-		if err := json.Unmarshal(raw, &s); err != nil {
-			return time.Time{}, err
+		s, ok := jsonString(raw)
+		if !ok {
+			return time.Time{}, errors.New("not a string")
 		}
 		return time.Parse(time.RFC3339Nano, s)
 	}

@@ -1,0 +1,410 @@
+package signature
+
+import (
+	"bytes"
+	"errors"
+	"strconv"
+	"unicode/utf8"
+)
+
+// A one-pass JSON scanner: it validates a document as encoding/json would
+// (RFC 8259 grammar) while returning the raw bytes of the few top-level
+// fields identity extraction needs. It does not allocate for the values it
+// skips, which is most of a webhook body.
+
+var errJSON = errors.New("invalid JSON")
+
+type scanner struct {
+	b []byte
+	i int
+}
+
+func (s *scanner) ws() {
+	for s.i < len(s.b) {
+		switch s.b[s.i] {
+		case ' ', '\t', '\n', '\r':
+			s.i++
+		default:
+			return
+		}
+	}
+}
+
+// value skips one JSON value and returns its raw bytes.
+func (s *scanner) value(depth int) ([]byte, error) {
+	if depth > 1000 {
+		return nil, errJSON
+	}
+	s.ws()
+	if s.i >= len(s.b) {
+		return nil, errJSON
+	}
+	start := s.i
+	var err error
+	switch c := s.b[s.i]; {
+	case c == '{':
+		err = s.object(depth, nil, nil)
+	case c == '[':
+		err = s.array(depth, nil)
+	case c == '"':
+		err = s.str()
+	case c == '-' || c >= '0' && c <= '9':
+		err = s.number()
+	case c == 't':
+		err = s.lit("true")
+	case c == 'f':
+		err = s.lit("false")
+	case c == 'n':
+		err = s.lit("null")
+	default:
+		err = errJSON
+	}
+	if err != nil {
+		return nil, err
+	}
+	return s.b[start:s.i], nil
+}
+
+func (s *scanner) lit(want string) error {
+	if !bytes.HasPrefix(s.b[s.i:], []byte(want)) {
+		return errJSON
+	}
+	s.i += len(want)
+	return nil
+}
+
+// object scans an object; for each key listed in keys it stores the raw
+// value in out at the same index (the last occurrence wins, as in
+// encoding/json).
+func (s *scanner) object(depth int, keys []string, out [][]byte) error {
+	s.i++ // '{'
+	s.ws()
+	if s.i < len(s.b) && s.b[s.i] == '}' {
+		s.i++
+		return nil
+	}
+	for {
+		s.ws()
+		if s.i >= len(s.b) || s.b[s.i] != '"' {
+			return errJSON
+		}
+		kstart := s.i + 1
+		escaped, err := s.strEsc()
+		if err != nil {
+			return err
+		}
+		key := s.b[kstart : s.i-1]
+		s.ws()
+		if s.i >= len(s.b) || s.b[s.i] != ':' {
+			return errJSON
+		}
+		s.i++
+		v, err := s.value(depth + 1)
+		if err != nil {
+			return err
+		}
+		if keys != nil {
+			for n, k := range keys {
+				if keyEqual(key, escaped, k) {
+					out[n] = v
+				}
+			}
+		}
+		s.ws()
+		if s.i >= len(s.b) {
+			return errJSON
+		}
+		switch s.b[s.i] {
+		case ',':
+			s.i++
+		case '}':
+			s.i++
+			return nil
+		default:
+			return errJSON
+		}
+	}
+}
+
+// keyEqual compares a raw key to want; escaped keys are unquoted first.
+func keyEqual(raw []byte, escaped bool, want string) bool {
+	if !escaped {
+		return string(raw) == want
+	}
+	u, ok := unquote(raw)
+	return ok && u == want
+}
+
+func (s *scanner) array(depth int, each func([]byte) error) error {
+	s.i++ // '['
+	s.ws()
+	if s.i < len(s.b) && s.b[s.i] == ']' {
+		s.i++
+		return nil
+	}
+	for {
+		v, err := s.value(depth + 1)
+		if err != nil {
+			return err
+		}
+		if each != nil {
+			if err := each(v); err != nil {
+				return err
+			}
+		}
+		s.ws()
+		if s.i >= len(s.b) {
+			return errJSON
+		}
+		switch s.b[s.i] {
+		case ',':
+			s.i++
+		case ']':
+			s.i++
+			return nil
+		default:
+			return errJSON
+		}
+	}
+}
+
+func (s *scanner) str() error {
+	_, err := s.strEsc()
+	return err
+}
+
+// strEsc scans a string starting at its opening quote and reports whether
+// it contains escapes.
+func (s *scanner) strEsc() (bool, error) {
+	s.i++ // opening quote
+	escaped := false
+	for s.i < len(s.b) {
+		c := s.b[s.i]
+		switch {
+		case c == '"':
+			s.i++
+			return escaped, nil
+		case c == '\\':
+			escaped = true
+			if s.i+1 >= len(s.b) {
+				return false, errJSON
+			}
+			switch s.b[s.i+1] {
+			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
+				s.i += 2
+			case 'u':
+				if s.i+6 > len(s.b) {
+					return false, errJSON
+				}
+				for _, h := range s.b[s.i+2 : s.i+6] {
+					if !isHex(h) {
+						return false, errJSON
+					}
+				}
+				s.i += 6
+			default:
+				return false, errJSON
+			}
+		case c < 0x20:
+			return false, errJSON
+		default:
+			s.i++
+		}
+	}
+	return false, errJSON
+}
+
+func isHex(c byte) bool {
+	return c >= '0' && c <= '9' || c >= 'a' && c <= 'f' || c >= 'A' && c <= 'F'
+}
+
+func (s *scanner) number() error {
+	b, i := s.b, s.i
+	if i < len(b) && b[i] == '-' {
+		i++
+	}
+	switch {
+	case i < len(b) && b[i] == '0':
+		i++
+	case i < len(b) && b[i] >= '1' && b[i] <= '9':
+		for i < len(b) && b[i] >= '0' && b[i] <= '9' {
+			i++
+		}
+	default:
+		return errJSON
+	}
+	if i < len(b) && b[i] == '.' {
+		i++
+		if i >= len(b) || b[i] < '0' || b[i] > '9' {
+			return errJSON
+		}
+		for i < len(b) && b[i] >= '0' && b[i] <= '9' {
+			i++
+		}
+	}
+	if i < len(b) && (b[i] == 'e' || b[i] == 'E') {
+		i++
+		if i < len(b) && (b[i] == '+' || b[i] == '-') {
+			i++
+		}
+		if i >= len(b) || b[i] < '0' || b[i] > '9' {
+			return errJSON
+		}
+		for i < len(b) && b[i] >= '0' && b[i] <= '9' {
+			i++
+		}
+	}
+	s.i = i
+	return nil
+}
+
+// end checks that only whitespace follows the document.
+func (s *scanner) end() error {
+	s.ws()
+	if s.i != len(s.b) {
+		return errJSON
+	}
+	return nil
+}
+
+// jsonFields validates body as one JSON object and stores in out[n] the raw
+// value of top-level key keys[n] (nil when absent; the last occurrence wins,
+// as in encoding/json).
+func jsonFields(body []byte, keys []string, out [][]byte) error {
+	s := scanner{b: body}
+	s.ws()
+	if s.i >= len(s.b) || s.b[s.i] != '{' {
+		return errJSON
+	}
+	if err := s.object(0, keys, out); err != nil {
+		return err
+	}
+	return s.end()
+}
+
+// jsonArray validates body as one JSON array and calls each with the raw
+// bytes of every element in order.
+func jsonArray(body []byte, each func(elem []byte) error) error {
+	s := scanner{b: body}
+	s.ws()
+	if s.i >= len(s.b) || s.b[s.i] != '[' {
+		return errJSON
+	}
+	if err := s.array(0, each); err != nil {
+		return err
+	}
+	return s.end()
+}
+
+// jsonPath returns the raw value at a path of object keys (for example
+// ["data", "object", "id"]) after validating the whole document; nil when
+// any step is absent or not an object.
+func jsonPath(body []byte, path []string) ([]byte, error) {
+	out := make([][]byte, 1)
+	if err := jsonFields(body, path[:1], out); err != nil {
+		return nil, err
+	}
+	v := out[0]
+	for _, k := range path[1:] {
+		if len(v) == 0 || v[0] != '{' {
+			return nil, nil
+		}
+		out[0] = nil
+		s := scanner{b: v}
+		if err := s.object(0, []string{k}, out); err != nil {
+			return nil, err
+		}
+		v = out[0]
+	}
+	return v, nil
+}
+
+// jsonString returns a raw JSON value as a Go string when it is a string of
+// valid UTF-8 (identities become DynamoDB strings, which must be UTF-8;
+// encoding/json would silently substitute U+FFFD instead).
+func jsonString(raw []byte) (string, bool) {
+	if len(raw) < 2 || raw[0] != '"' {
+		return "", false
+	}
+	s, ok := unquote(raw[1 : len(raw)-1])
+	if !ok || !utf8.ValidString(s) {
+		return "", false
+	}
+	return s, true
+}
+
+// unquote decodes the inside of a validated JSON string.
+func unquote(in []byte) (string, bool) {
+	if bytes.IndexByte(in, '\\') < 0 {
+		return string(in), true
+	}
+	s, err := strconv.Unquote(`"` + string(in) + `"`)
+	if err != nil {
+		// strconv does not know JSON's \/ or surrogate pairs; decode those
+		// by hand.
+		return unquoteJSON(in)
+	}
+	return s, true
+}
+
+func unquoteJSON(in []byte) (string, bool) {
+	out := make([]byte, 0, len(in))
+	for i := 0; i < len(in); i++ {
+		c := in[i]
+		if c != '\\' {
+			out = append(out, c)
+			continue
+		}
+		i++
+		if i >= len(in) {
+			return "", false
+		}
+		switch in[i] {
+		case '"', '\\', '/':
+			out = append(out, in[i])
+		case 'b':
+			out = append(out, '\b')
+		case 'f':
+			out = append(out, '\f')
+		case 'n':
+			out = append(out, '\n')
+		case 'r':
+			out = append(out, '\r')
+		case 't':
+			out = append(out, '\t')
+		case 'u':
+			r, ok := hex4(in[i+1:])
+			if !ok {
+				return "", false
+			}
+			i += 4
+			if r >= 0xD800 && r < 0xDC00 && i+2 < len(in) && in[i+1] == '\\' && in[i+2] == 'u' {
+				if r2, ok := hex4(in[i+3:]); ok && r2 >= 0xDC00 && r2 < 0xE000 {
+					r = (r-0xD800)<<10 + (r2 - 0xDC00) + 0x10000
+					i += 6
+				}
+			}
+			if r >= 0xD800 && r < 0xE000 {
+				r = utf8.RuneError
+			}
+			out = utf8.AppendRune(out, r)
+		default:
+			return "", false
+		}
+	}
+	return string(out), true
+}
+
+func hex4(b []byte) (rune, bool) {
+	if len(b) < 4 {
+		return 0, false
+	}
+	n, err := strconv.ParseUint(string(b[:4]), 16, 32)
+	return rune(n), err == nil
+}
+
+// jsonInt returns a raw JSON value as an int64 when it is an integer.
+func jsonInt(raw []byte) (int64, bool) {
+	n, err := strconv.ParseInt(string(raw), 10, 64)
+	return n, err == nil
+}

@@ -1,0 +1,69 @@
+package signature
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"unicode/utf8"
+)
+
+func TestJSONFieldsAgreesWithEncodingJSON(t *testing.T) {
+	docs := []string{
+		`{}`, ` {"id":"a"} `, `{"id":"a\u00e9\ud83d\ude00\/\n","type":1}`, `{"id":"x","id":"y"}`,
+		`{"a":[1,2,{"b":null}],"id":"q"}`, `{"id":-0.5e+10}`, `{"id":true}`,
+		`{"\u0069d":"escaped key"}`, `{"id":"\ud800"}`,
+		// invalid
+		``, `{`, `{"id"}`, `{"id":}`, `{"id":01}`, `{"id":1.}`, `{"id":.5}`, `{"id":"a",}`, `{,}`,
+		`{"id":"\x"}`, `{"id":"\u12"}`, "{\"id\":\"\x01\"}", `{"id":tru}`, `{"id":"a"} x`, `[]`,
+		`{"id":[1,]}`, `{"id":-}`, `{"id":1e}`, `"str"`, `nul`, `{"a":{"b":[}]}}`,
+	}
+	for _, d := range docs {
+		t.Run(d, func(t *testing.T) { checkAgainstEncodingJSON(t, []byte(d)) })
+	}
+}
+
+func checkAgainstEncodingJSON(t *testing.T, body []byte) {
+	t.Helper()
+	out := make([][]byte, 1)
+	err := jsonFields(body, []string{"id"}, out)
+	var m map[string]json.RawMessage
+	jerr := json.Unmarshal(body, &m)
+	if (err == nil) != (jerr == nil) {
+		t.Fatalf("jsonFields error %v, encoding/json error %v for %q", err, jerr, body)
+	}
+	if err != nil {
+		return
+	}
+	want, ok := m["id"]
+	if !ok {
+		if out[0] != nil {
+			t.Fatalf("got id %q, want absent", out[0])
+		}
+		return
+	}
+	var ws string
+	if json.Unmarshal(want, &ws) == nil {
+		got, ok := jsonString(out[0])
+		if !ok && strings.ContainsRune(ws, utf8.RuneError) {
+			return // invalid UTF-8 is refused here, replaced by encoding/json
+		}
+		if !ok || got != ws {
+			t.Fatalf("id: got %q (%v), want %q", got, ok, ws)
+		}
+	}
+}
+
+func FuzzJSONFields(f *testing.F) {
+	files, _ := filepath.Glob("../../testdata/corpus/*/*.json")
+	for _, p := range files {
+		if b, err := os.ReadFile(p); err == nil {
+			f.Add(b)
+		}
+	}
+	f.Add([]byte(`{"id":"a\u00e9\ud83d\ude00","type":"x"}`))
+	f.Fuzz(func(t *testing.T, body []byte) {
+		checkAgainstEncodingJSON(t, body)
+	})
+}
