@@ -2,6 +2,7 @@ package signature
 
 import (
 	"bytes"
+	"encoding/binary"
 	"errors"
 	"strconv"
 	"unicode/utf8"
@@ -20,15 +21,19 @@ type scanner struct {
 }
 
 func (s *scanner) ws() {
-	for s.i < len(s.b) {
-		switch s.b[s.i] {
-		case ' ', '\t', '\n', '\r':
-			s.i++
-		default:
-			return
+	b, i := s.b, s.i
+	for i < len(b) && isSpace[b[i]] {
+		i++
+		// Indented bodies (Stripe's, GitHub's) are mostly runs of spaces:
+		// step over them eight at a time.
+		for i+8 <= len(b) && binary.LittleEndian.Uint64(b[i:]) == 0x2020202020202020 {
+			i += 8
 		}
 	}
+	s.i = i
 }
+
+var isSpace = [256]bool{' ': true, '\t': true, '\n': true, '\r': true}
 
 // value skips one JSON value and returns its raw bytes.
 func (s *scanner) value(depth int) ([]byte, error) {
@@ -179,7 +184,17 @@ func (s *scanner) strEsc() (bool, error) {
 	s.i++ // opening quote
 	escaped := false
 	for s.i < len(s.b) {
-		c := s.b[s.i]
+		// Most string bytes are plain: skip them in a tight loop.
+		b := s.b
+		i := s.i
+		for i < len(b) && !strStop[b[i]] {
+			i++
+		}
+		s.i = i
+		if i >= len(b) {
+			break
+		}
+		c := b[i]
 		switch {
 		case c == '"':
 			s.i++
@@ -213,6 +228,16 @@ func (s *scanner) strEsc() (bool, error) {
 	}
 	return false, errJSON
 }
+
+// strStop marks the bytes that end the plain run of a string: the quote,
+// the backslash and control characters.
+var strStop = func() (t [256]bool) {
+	for c := range 0x20 {
+		t[c] = true
+	}
+	t['"'], t['\\'] = true, true
+	return t
+}()
 
 func isHex(c byte) bool {
 	return c >= '0' && c <= '9' || c >= 'a' && c <= 'f' || c >= 'A' && c <= 'F'
