@@ -43,7 +43,11 @@ const DefaultTolerance = 5 * time.Minute
 type Request struct {
 	Method string
 	Header http.Header
-	Body   []byte
+	// RawQuery is the query string as sent, without '?': Twilio signs it as
+	// part of the URL, Meta's subscription handshake carries its parameters
+	// there.
+	RawQuery string
+	Body     []byte
 }
 
 // Identity is what a provider says about an event: its id (the dedupe key),
@@ -52,6 +56,56 @@ type Identity struct {
 	ID      string
 	Type    string
 	Created time.Time
+	// Account is the account a verified header names (Shopify's shop
+	// domain); "" when the endpoint's path decides.
+	Account string
+	// Payload is this event's own bytes when one delivery carries several
+	// events (SendGrid, HubSpot); nil means the whole body.
+	Payload []byte
+	// Attributes are delivery facts worth keeping with the event (Shopify's
+	// webhook id, Slack's retry number); nil when there are none.
+	Attributes map[string]string
+}
+
+// Reply is a scheme's own answer to a provider handshake, given instead of
+// storing an event.
+type Reply struct {
+	Status      int
+	ContentType string
+	Body        []byte
+}
+
+// Handshaker is implemented by schemes whose provider confirms an endpoint
+// with a signed POST (Slack's url_verification, Zoom's url_validation,
+// Discord's PING, Twitch's callback verification).
+type Handshaker interface {
+	// Handshake is called only after Verify accepted r. ok reports whether r
+	// is a handshake, to be answered with reply and not stored.
+	Handshake(r Request, secrets [][]byte) (reply Reply, ok bool, err error)
+}
+
+// Subscriber is implemented by schemes whose provider confirms an endpoint
+// with an unsigned GET carrying a shared verify token (Meta's hub.challenge).
+type Subscriber interface {
+	// Subscribe answers the GET when its token equals one of tokens, in
+	// constant time; otherwise it returns ErrNoMatch (or another cause).
+	Subscribe(r Request, tokens [][]byte) (Reply, error)
+}
+
+// Splitter is implemented by schemes whose one delivery carries several
+// events (SendGrid, HubSpot): each becomes its own inbox event.
+type Splitter interface {
+	// Split returns one identity per event, each with its Payload, or
+	// ErrInvalidPayload (wrapped).
+	Split(r Request) ([]Identity, error)
+}
+
+// Signer is implemented by every scheme whose provider signs with a key we
+// can hold: it signs r as the provider would, for tests and local tooling.
+// For asymmetric schemes key is the private key whose public half is the
+// configured secret.
+type Signer interface {
+	Sign(r *Request, key []byte, now time.Time) error
 }
 
 // Scheme verifies one provider's signatures and reads its event identity.
@@ -68,8 +122,38 @@ type Scheme interface {
 // Options tune a scheme. The zero value means the scheme's defaults.
 type Options struct {
 	// Tolerance is the accepted age, and clock skew into the future, of a
-	// signed timestamp. Zero means DefaultTolerance; negative is invalid.
+	// signed timestamp. Zero means the scheme's default; negative is invalid.
 	Tolerance time.Duration
+	// URL is the public URL the provider calls, for schemes that sign it
+	// (twilio, square, hubspot). It comes from configuration because API
+	// Gateway's rawPath drops custom-domain base paths.
+	URL string
+	// HMAC configures the generic "hmac" kind.
+	HMAC HMACOptions
+}
+
+// HMACOptions describe a provider that signs with an HMAC but has no kind of
+// its own.
+type HMACOptions struct {
+	// Header carries the signature, e.g. "X-Signature". Required.
+	Header string
+	// Algorithm is sha1, sha256 (the default) or sha512.
+	Algorithm string
+	// Encoding of the signature: hex (the default) or base64.
+	Encoding string
+	// Prefix is stripped from the header value before decoding, e.g. "sha256=".
+	Prefix string
+	// TimestampHeader, when set, carries unix seconds that the tolerance
+	// applies to and that Template can sign.
+	TimestampHeader string
+	// Template is the signed string with the placeholders {body} and
+	// {timestamp}; default "{body}".
+	Template string
+	// IDHeader or IDPath (a dotted JSON path, e.g. "data.id") locates the
+	// event id; TypeHeader or TypePath its type. One of the ID fields is
+	// required.
+	IDHeader, IDPath     string
+	TypeHeader, TypePath string
 }
 
 type constructor func(Options) (Scheme, error)

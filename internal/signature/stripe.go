@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"net/http"
 	"strconv"
 	"strings"
 	"time"
@@ -172,4 +173,13 @@ func SignStripe(body, secret []byte, t time.Time) string {
 	mac.Write([]byte{'.'})
 	mac.Write(body)
 	return "t=" + ts + ",v1=" + hex.EncodeToString(mac.Sum(nil))
+}
+
+// Sign implements Signer: it sets Stripe-Signature for r's body.
+func (s *Stripe) Sign(r *Request, key []byte, now time.Time) error {
+	if r.Header == nil {
+		r.Header = http.Header{}
+	}
+	r.Header.Set(StripeHeader, SignStripe(r.Body, key, now))
+	return nil
 }

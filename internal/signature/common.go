@@ -1,0 +1,120 @@
+package signature
+
+import (
+	"crypto/hmac"
+	"crypto/sha1"
+	"crypto/sha256"
+	"crypto/sha512"
+	"encoding/base64"
+	"encoding/hex"
+	"fmt"
+	"hash"
+	"net/http"
+	"strings"
+)
+
+// maxHeader bounds a signature header: anything longer is malformed, and a
+// verifier never parses megabytes of attacker input.
+const maxHeader = 8 << 10
+
+// header returns the single value of a signature header: ErrNotSigned when
+// it is absent or empty, ErrMalformedHeader when it is repeated (two values
+// or, as API Gateway v2 delivers repeats, joined by commas is the caller's
+// concern) or too long.
+func header(h http.Header, name string) (string, error) {
+	vs := h.Values(name)
+	if len(vs) == 0 || strings.TrimSpace(vs[0]) == "" {
+		return "", ErrNotSigned
+	}
+	if len(vs) > 1 {
+		return "", fmt.Errorf("%w: %d %s headers", ErrMalformedHeader, len(vs), name)
+	}
+	if len(vs[0]) > maxHeader {
+		return "", fmt.Errorf("%w: %s too long", ErrMalformedHeader, name)
+	}
+	return vs[0], nil
+}
+
+// optionalHeader is header for values that may be absent: "" and no error
+// when absent.
+func optionalHeader(h http.Header, name string) (string, error) {
+	v, err := header(h, name)
+	if err == ErrNotSigned {
+		return "", nil
+	}
+	return v, err
+}
+
+// macOf returns HMAC(key, parts...) with the hash h.
+func macOf(h func() hash.Hash, key []byte, parts ...[]byte) []byte {
+	m := hmac.New(h, key)
+	for _, p := range parts {
+		m.Write(p)
+	}
+	return m.Sum(nil)
+}
+
+// hashByName maps the algorithm names of configurations to hashes.
+func hashByName(name string) (func() hash.Hash, error) {
+	switch strings.ToLower(name) {
+	case "", "sha256":
+		return sha256.New, nil
+	case "sha1":
+		return sha1.New, nil
+	case "sha512":
+		return sha512.New, nil
+	}
+	return nil, fmt.Errorf("unknown algorithm %q (want sha1, sha256 or sha512)", name)
+}
+
+// decodeHex decodes a hex signature of exactly n bytes; ok is false for any
+// other length or a non-hex digit.
+func decodeHex(s string, n int) ([]byte, bool) {
+	if len(s) != hex.EncodedLen(n) {
+		return nil, false
+	}
+	b, err := hex.DecodeString(s)
+	return b, err == nil
+}
+
+// decodeBase64 decodes a standard-alphabet, padded base64 signature of
+// exactly n bytes.
+func decodeBase64(s string, n int) ([]byte, bool) {
+	if len(s) != base64.StdEncoding.EncodedLen(n) {
+		return nil, false
+	}
+	b, err := base64.StdEncoding.DecodeString(s)
+	return b, err == nil && len(b) == n
+}
+
+// usable drops empty secrets: an empty HMAC key is a key anyone can use.
+func usable(secrets [][]byte) [][]byte {
+	out := secrets[:0:0]
+	for _, s := range secrets {
+		if len(s) > 0 {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// matchAny reports whether mac(secret) equals any candidate for any secret,
+// comparing in constant time. mac is called once per secret.
+func matchAny(secrets [][]byte, candidates [][]byte, mac func(secret []byte) []byte) error {
+	secrets = usable(secrets)
+	if len(secrets) == 0 {
+		return ErrNoSecret
+	}
+	if len(candidates) == 0 {
+		return ErrNoMatch
+	}
+	for _, secret := range secrets {
+		sum := mac(secret)
+		for _, c := range candidates {
+			if hmac.Equal(sum, c) {
+				return nil
+			}
+		}
+	}
+	return ErrNoMatch
+}
