@@ -43,4 +43,5 @@ require (
 	github.com/twilio/twilio-go v1.31.0 // indirect
 	golang.org/x/crypto v0.0.0-20210421170649-83a5a9bb288b // indirect
 	golang.org/x/sys v0.0.0-20210510120138-977fb7262007 // indirect
+	gopkg.in/validator.v2 v2.0.1 // indirect
 )

@@ -31,7 +31,9 @@ type Request struct {
 	PathParams map[string]string
 	Query      url.Values
 	Header     http.Header
-	Body       []byte
+	// RawQuery is the query string as sent, without '?'.
+	RawQuery string
+	Body     []byte
 	RequestID  string
 	SourceIP   string
 }
@@ -56,11 +58,56 @@ func FromV2(e events.APIGatewayV2HTTPRequest, maxBody int) (Request, error) {
 		r.Header[http.CanonicalHeaderKey(k)] = []string{v}
 	}
 	if e.RawQueryString != "" {
+		r.RawQuery = e.RawQueryString
 		q, err := url.ParseQuery(e.RawQueryString)
 		if err == nil {
 			r.Query = q
 		}
 	}
+	body, err := decodeBody(e.Body, e.IsBase64Encoded, maxBody)
+	if err != nil {
+		return Request{}, err
+	}
+	r.Body = body
+	return r, nil
+}
+
+// FromV1 normalizes a REST API (payload format 1.0) event. Multi-value
+// headers and query parameters are kept as separate values; a header
+// present only in the single-value map is used as it is.
+func FromV1(e events.APIGatewayProxyRequest, maxBody int) (Request, error) {
+	r := Request{
+		Method:     strings.ToUpper(e.HTTPMethod),
+		Path:       e.Path,
+		PathParams: e.PathParameters,
+		Header:     make(http.Header, len(e.Headers)),
+		RequestID:  e.RequestContext.RequestID,
+		SourceIP:   e.RequestContext.Identity.SourceIP,
+	}
+	for k, vs := range e.MultiValueHeaders {
+		for _, v := range vs {
+			r.Header.Add(k, v)
+		}
+	}
+	for k, v := range e.Headers {
+		if _, ok := r.Header[http.CanonicalHeaderKey(k)]; !ok {
+			r.Header.Set(k, v)
+		}
+	}
+	if len(e.MultiValueQueryStringParameters) > 0 {
+		r.Query = url.Values{}
+		for k, vs := range e.MultiValueQueryStringParameters {
+			r.Query[k] = append(r.Query[k], vs...)
+		}
+	} else if len(e.QueryStringParameters) > 0 {
+		r.Query = url.Values{}
+		for k, v := range e.QueryStringParameters {
+			r.Query.Set(k, v)
+		}
+	}
+	// REST APIs deliver the query only decoded; re-encode it in a stable
+	// order for schemes that sign the URL.
+	r.RawQuery = r.Query.Encode()
 	body, err := decodeBody(e.Body, e.IsBase64Encoded, maxBody)
 	if err != nil {
 		return Request{}, err
@@ -89,11 +136,17 @@ func decodeBody(body string, isBase64 bool, maxBody int) ([]byte, error) {
 	return out, nil
 }
 
-// Response is what a handler answers; V2 renders it for an HTTP API.
+// Response is what a handler answers; V2 and V1 render it.
 type Response struct {
 	Status int
 	Header map[string]string
 	Body   string
+}
+
+// V1 renders the response for a REST API.
+func (r Response) V1() events.APIGatewayProxyResponse {
+	v2 := r.V2()
+	return events.APIGatewayProxyResponse{StatusCode: v2.StatusCode, Headers: v2.Headers, Body: v2.Body}
 }
 
 // V2 renders the response in payload format 2.0.

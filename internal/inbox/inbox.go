@@ -106,8 +106,12 @@ type Event struct {
 	Type string // the provider's event type, e.g. "invoice.paid"
 	// Created is the provider's own creation time of the event, zero if unknown.
 	Created time.Time
-	// Payload is the raw verified body, byte for byte as received.
+	// Payload is the raw verified body, byte for byte as received (or, for
+	// deliveries carrying several events, this event's bytes).
 	Payload []byte
+	// Attributes are delivery facts the provider's scheme keeps with the
+	// event (a retry number, a second id); never secrets.
+	Attributes map[string]string
 
 	Status      Status
 	Outcome     Outcome

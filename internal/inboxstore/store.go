@@ -52,24 +52,25 @@ func New(api API, table string) *Store {
 // attribute (epoch seconds, as DynamoDB's TTL requires) and the lease expiry
 // (epoch milliseconds).
 type item struct {
-	PK          string `dynamodbav:"pk"`
-	Source      string `dynamodbav:"source"`
-	Account     string `dynamodbav:"account,omitempty"`
-	EventID     string `dynamodbav:"event_id"`
-	Kind        string `dynamodbav:"kind"`
-	EventType   string `dynamodbav:"event_type"`
-	CreatedAt   string `dynamodbav:"created_at,omitempty"`
-	Payload     []byte `dynamodbav:"payload"`
-	Status      string `dynamodbav:"status"`
-	Outcome     string `dynamodbav:"outcome,omitempty"`
-	Attempts    int    `dynamodbav:"attempts"`
-	LastError   string `dynamodbav:"last_error,omitempty"`
-	ReceivedAt  string `dynamodbav:"received_at"`
-	UpdatedAt   string `dynamodbav:"updated_at"`
-	ProcessedAt string `dynamodbav:"processed_at,omitempty"`
-	ExpiresAt   int64  `dynamodbav:"expires_at,omitempty"`
-	LeaseOwner  string `dynamodbav:"lease_owner,omitempty"`
-	LeaseUntil  int64  `dynamodbav:"lease_until,omitempty"`
+	PK          string            `dynamodbav:"pk"`
+	Source      string            `dynamodbav:"source"`
+	Account     string            `dynamodbav:"account,omitempty"`
+	EventID     string            `dynamodbav:"event_id"`
+	Kind        string            `dynamodbav:"kind"`
+	EventType   string            `dynamodbav:"event_type"`
+	CreatedAt   string            `dynamodbav:"created_at,omitempty"`
+	Payload     []byte            `dynamodbav:"payload"`
+	Attributes  map[string]string `dynamodbav:"attributes,omitempty"`
+	Status      string            `dynamodbav:"status"`
+	Outcome     string            `dynamodbav:"outcome,omitempty"`
+	Attempts    int               `dynamodbav:"attempts"`
+	LastError   string            `dynamodbav:"last_error,omitempty"`
+	ReceivedAt  string            `dynamodbav:"received_at"`
+	UpdatedAt   string            `dynamodbav:"updated_at"`
+	ProcessedAt string            `dynamodbav:"processed_at,omitempty"`
+	ExpiresAt   int64             `dynamodbav:"expires_at,omitempty"`
+	LeaseOwner  string            `dynamodbav:"lease_owner,omitempty"`
+	LeaseUntil  int64             `dynamodbav:"lease_until,omitempty"`
 }
 
 func pk(k inbox.Key) string { return eventPrefix + k.String() }
@@ -89,7 +90,7 @@ func parseTS(s string) time.Time {
 func toItem(e inbox.Event) item {
 	it := item{
 		PK: pk(e.Key), Source: e.Key.Source, Account: e.Key.Account, EventID: e.Key.EventID,
-		Kind: e.Kind, EventType: e.Type, CreatedAt: ts(e.Created), Payload: e.Payload,
+		Kind: e.Kind, EventType: e.Type, CreatedAt: ts(e.Created), Payload: e.Payload, Attributes: e.Attributes,
 		Status: string(e.Status), Outcome: string(e.Outcome), Attempts: e.Attempts,
 		LastError: e.LastError, ReceivedAt: ts(e.ReceivedAt), UpdatedAt: ts(e.UpdatedAt),
 		ProcessedAt: ts(e.ProcessedAt), LeaseOwner: e.LeaseOwner,
@@ -107,7 +108,7 @@ func (it item) event() inbox.Event {
 	e := inbox.Event{
 		Key:  inbox.Key{Source: it.Source, Account: it.Account, EventID: it.EventID},
 		Kind: it.Kind, Type: it.EventType, Created: parseTS(it.CreatedAt), Payload: it.Payload,
-		Status: inbox.Status(it.Status), Outcome: inbox.Outcome(it.Outcome), Attempts: it.Attempts,
+		Attributes: it.Attributes, Status: inbox.Status(it.Status), Outcome: inbox.Outcome(it.Outcome), Attempts: it.Attempts,
 		LastError: it.LastError, ReceivedAt: parseTS(it.ReceivedAt), UpdatedAt: parseTS(it.UpdatedAt),
 		ProcessedAt: parseTS(it.ProcessedAt), LeaseOwner: it.LeaseOwner,
 	}

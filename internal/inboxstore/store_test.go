@@ -82,6 +82,7 @@ func newEvent(id string, payload []byte) inbox.Event {
 		Type:       "invoice.paid",
 		Created:    time.Date(2025, 11, 30, 11, 59, 0, 0, time.UTC),
 		Payload:    payload,
+		Attributes: map[string]string{"retry_num": "1"},
 		Status:     inbox.StatusReceived,
 		ReceivedAt: t0,
 		UpdatedAt:  t0,

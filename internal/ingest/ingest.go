@@ -9,6 +9,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"time"
@@ -34,10 +35,10 @@ type Queue interface {
 	Enqueue(ctx context.Context, k inbox.Key) error
 }
 
-// Secrets returns the signing secrets of an endpoint, or an error wrapping
-// secrets.ErrNotFound (which Config.IsNotFound recognizes).
+// Secrets returns the keys of an endpoint, or an error that
+// Config.IsSecretNotFound recognizes when the endpoint has none.
 type Secrets interface {
-	Get(ctx context.Context, id string) ([][]byte, error)
+	Get(ctx context.Context, id string) (source.Keys, error)
 }
 
 // Config holds a Handler's collaborators and limits.
@@ -86,30 +87,57 @@ const (
 	outcomeError     = "unavailable"
 	outcomeMethod    = "method_not_allowed"
 	outcomeTooLarge  = "too_large"
+	outcomeHandshake = "handshake"
 )
 
 // result is what one request came to: the HTTP answer and what to log.
 type result struct {
 	status  int
 	body    any
+	reply   *signature.Reply // a handshake answered in the provider's format
 	outcome string
 	key     string
+	events  int
 	err     error
 }
 
-// HandleV2 serves an API Gateway HTTP API (payload 2.0) event.
+// HandleV2 serves an API Gateway HTTP API (payload format 2.0) event.
 func (h *Handler) HandleV2(ctx context.Context, e events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error) {
 	start := h.cfg.Now()
-	src := e.PathParameters["source"]
-	res := h.handle(ctx, e, start)
+	req, err := apigw.FromV2(e, h.cfg.MaxBodyBytes)
+	return h.serve(ctx, req, err, start).V2(), nil
+}
+
+// HandleV1 serves an API Gateway REST API (payload format 1.0) event.
+func (h *Handler) HandleV1(ctx context.Context, e events.APIGatewayProxyRequest) (events.APIGatewayProxyResponse, error) {
+	start := h.cfg.Now()
+	req, err := apigw.FromV1(e, h.cfg.MaxBodyBytes)
+	return h.serve(ctx, req, err, start).V1(), nil
+}
+
+// serve answers one normalized request (or the error normalizing it) and
+// logs one line for it.
+func (h *Handler) serve(ctx context.Context, req apigw.Request, reqErr error, start time.Time) apigw.Response {
+	var res result
+	switch {
+	case errors.Is(reqErr, apigw.ErrBodyTooLarge):
+		res = fail(http.StatusRequestEntityTooLarge, outcomeTooLarge, "body too large", reqErr)
+	case reqErr != nil:
+		res = fail(http.StatusBadRequest, outcomeInvalid, "invalid body encoding", reqErr)
+	default:
+		res = h.handle(ctx, req, start)
+	}
 	log := obs.WithRequest(ctx, h.cfg.Logger)
 	attrs := []any{
-		"source", src,
-		"account", e.PathParameters["account"],
+		"source", req.PathParams["source"],
+		"account", req.PathParams["account"],
 		"event_key", res.key,
 		"outcome", res.outcome,
 		"status", res.status,
 		"duration_ms", float64(h.cfg.Now().Sub(start).Microseconds()) / 1000,
+	}
+	if res.events > 1 {
+		attrs = append(attrs, "events", res.events)
 	}
 	switch {
 	case res.status >= 500:
@@ -119,8 +147,15 @@ func (h *Handler) HandleV2(ctx context.Context, e events.APIGatewayV2HTTPRequest
 	default:
 		log.Info("webhook", attrs...)
 	}
+	if res.reply != nil {
+		ct := res.reply.ContentType
+		if ct == "" {
+			ct = "application/json"
+		}
+		return apigw.Response{Status: res.reply.Status, Header: map[string]string{"content-type": ct}, Body: string(res.reply.Body)}
+	}
 	b, _ := json.Marshal(res.body)
-	return apigw.Response{Status: res.status, Body: string(b)}.V2(), nil
+	return apigw.Response{Status: res.status, Body: string(b)}
 }
 
 type errorBody struct {
@@ -130,71 +165,140 @@ type errorBody struct {
 type statusBody struct {
 	Status  string `json:"status"`
 	EventID string `json:"event_id"`
+	// EventIDs lists every event of a delivery that carried several.
+	EventIDs []string `json:"event_ids,omitempty"`
 }
 
 func fail(status int, outcome, msg string, err error) result {
 	return result{status: status, body: errorBody{msg}, outcome: outcome, err: err}
 }
 
-func (h *Handler) handle(ctx context.Context, e events.APIGatewayV2HTTPRequest, now time.Time) result {
-	name, account := e.PathParameters["source"], e.PathParameters["account"]
+func (h *Handler) handle(ctx context.Context, req apigw.Request, now time.Time) result {
+	name, account := req.PathParams["source"], req.PathParams["account"]
 	src, err := h.cfg.Sources.Lookup(name, account)
 	if err != nil {
 		return fail(http.StatusNotFound, outcomeUnknown, "not found", err)
 	}
-	if m := e.RequestContext.HTTP.Method; m != http.MethodPost {
-		return fail(http.StatusMethodNotAllowed, outcomeMethod, "method not allowed", errors.New("method "+m))
+	sub, subscribes := src.Scheme.(signature.Subscriber)
+	if req.Method != http.MethodPost && !(req.Method == http.MethodGet && subscribes) {
+		return fail(http.StatusMethodNotAllowed, outcomeMethod, "method not allowed", errors.New("method "+req.Method))
 	}
-	req, err := apigw.FromV2(e, h.cfg.MaxBodyBytes)
-	switch {
-	case errors.Is(err, apigw.ErrBodyTooLarge):
-		return fail(http.StatusRequestEntityTooLarge, outcomeTooLarge, "body too large", err)
-	case err != nil:
-		return fail(http.StatusBadRequest, outcomeInvalid, "invalid body encoding", err)
-	}
-	secrets, err := h.cfg.Secrets.Get(ctx, h.cfg.Sources.SecretID(src.Name, account))
+	keys, err := h.cfg.Secrets.Get(ctx, h.cfg.Sources.SecretID(src.Name, account))
 	switch {
 	case err != nil && h.cfg.IsSecretNotFound(err):
 		return fail(http.StatusNotFound, outcomeUnknown, "not found", err)
 	case err != nil:
 		return fail(http.StatusServiceUnavailable, outcomeError, "temporarily unavailable", err)
 	}
-	sreq := signature.Request{Method: req.Method, Header: req.Header, Body: req.Body}
-	if err := src.Scheme.Verify(sreq, secrets, now); err != nil {
+	sreq := signature.Request{Method: req.Method, Header: req.Header, RawQuery: req.RawQuery, Body: req.Body}
+	if req.Method == http.MethodGet {
+		reply, err := sub.Subscribe(sreq, keys.VerifyTokens)
+		if err != nil {
+			return fail(http.StatusUnauthorized, outcomeRejected, "invalid signature", err)
+		}
+		return result{status: reply.Status, reply: &reply, outcome: outcomeHandshake}
+	}
+	if err := src.Scheme.Verify(sreq, keys.Signing, now); err != nil {
 		return fail(http.StatusUnauthorized, outcomeRejected, "invalid signature", err)
 	}
-	id, err := src.Scheme.Identify(sreq)
+	// Only a verified request may be a handshake: answering an unverified
+	// challenge would let anyone confirm an endpoint.
+	if hs, ok := src.Scheme.(signature.Handshaker); ok {
+		reply, isHandshake, err := hs.Handshake(sreq, keys.Signing)
+		if err != nil {
+			return fail(http.StatusBadRequest, outcomeInvalid, "malformed handshake", err)
+		}
+		if isHandshake {
+			return result{status: reply.Status, reply: &reply, outcome: outcomeHandshake}
+		}
+	}
+	ids, err := identify(src.Scheme, sreq)
 	if err != nil {
 		return fail(http.StatusBadRequest, outcomeInvalid, "malformed event: missing or invalid id, type or created", err)
 	}
-	key := inbox.Key{Source: src.Name, Account: account, EventID: id.ID}
-	if err := key.Validate(); err != nil {
-		return fail(http.StatusBadRequest, outcomeInvalid, "malformed event id", err)
-	}
-	ev := inbox.Event{
-		Key: key, Kind: src.Kind, Type: id.Type, Created: id.Created, Payload: req.Body,
-		Status: inbox.StatusReceived, ReceivedAt: now, UpdatedAt: now, ExpiresAt: now.Add(h.cfg.Retention),
-	}
-	stored, err := h.cfg.Store.Insert(ctx, ev, now)
-	switch {
-	case errors.Is(err, inbox.ErrDuplicate):
-		// The first delivery may have been stored but never queued (the
-		// enqueue failed, or the process died in between): queue it again
-		// until it is processed. The processor's claim makes extra messages
-		// harmless.
-		if stored.Status != inbox.StatusProcessed {
-			if err := h.cfg.Queue.Enqueue(ctx, key); err != nil {
-				return result{status: http.StatusServiceUnavailable, body: errorBody{"temporarily unavailable"}, outcome: outcomeError, key: key.String(), err: err}
-			}
+	return h.store(ctx, src, account, ids, req.Body, now)
+}
+
+// identify returns the events of a verified delivery: several for schemes
+// whose deliveries carry several, else one.
+func identify(s signature.Scheme, r signature.Request) ([]signature.Identity, error) {
+	if sp, ok := s.(signature.Splitter); ok {
+		ids, err := sp.Split(r)
+		if err == nil && len(ids) == 0 {
+			err = errors.New("no events in delivery")
 		}
-		return result{status: http.StatusOK, body: statusBody{"duplicate", id.ID}, outcome: outcomeDuplicate, key: key.String()}
-	case err != nil:
-		return result{status: http.StatusServiceUnavailable, body: errorBody{"temporarily unavailable"}, outcome: outcomeError, key: key.String(), err: err}
+		return ids, err
 	}
-	if err := h.cfg.Queue.Enqueue(ctx, key); err != nil {
-		// Stored but not queued: fail so the provider retries; its retry
-		// takes the duplicate path above and queues the event.
-		return result{status: http.StatusServiceUnavailable, body: errorBody{"temporarily unavailable"}, outcome: outcomeError, key: key.String(), err: err}
+	id, err := s.Identify(r)
+	if err != nil {
+		return nil, err
 	}
-	return result{status: http.StatusAccepted, body: statusBody{"accepted", id.ID}, outcome: outcomeAccepted, key: key.String()}
+	return []signature.Identity{id}, nil
+}
+
+// store writes each event of a delivery once and queues it. The answer is
+// 202 when any event was new and 200 when all were duplicates; a failure
+// on any event fails the delivery (503), and the provider's retry stores
+// the rest, the stored ones taking the duplicate path.
+func (h *Handler) store(ctx context.Context, src *source.Source, pathAccount string, ids []signature.Identity, body []byte, now time.Time) result {
+	res := result{status: http.StatusOK, outcome: outcomeDuplicate, events: len(ids)}
+	sb := statusBody{Status: "duplicate", EventID: ids[0].ID}
+	if len(ids) > 1 {
+		sb.EventIDs = make([]string, 0, len(ids))
+	}
+	for _, id := range ids {
+		account := pathAccount
+		if id.Account != "" {
+			if pathAccount != "" && pathAccount != id.Account {
+				return fail(http.StatusBadRequest, outcomeInvalid, "account does not match the endpoint", fmt.Errorf("path account %q, delivery account %q", pathAccount, id.Account))
+			}
+			account = id.Account
+		}
+		key := inbox.Key{Source: src.Name, Account: account, EventID: id.ID}
+		if err := key.Validate(); err != nil {
+			return fail(http.StatusBadRequest, outcomeInvalid, "malformed event id", err)
+		}
+		if res.key == "" {
+			res.key = key.String()
+		}
+		payload := id.Payload
+		if payload == nil {
+			payload = body
+		}
+		ev := inbox.Event{
+			Key: key, Kind: src.Kind, Type: id.Type, Created: id.Created, Payload: payload, Attributes: id.Attributes,
+			Status: inbox.StatusReceived, ReceivedAt: now, UpdatedAt: now, ExpiresAt: now.Add(h.cfg.Retention),
+		}
+		stored, err := h.cfg.Store.Insert(ctx, ev, now)
+		switch {
+		case errors.Is(err, inbox.ErrDuplicate):
+			// The first delivery may have been stored but never queued (the
+			// enqueue failed, or the process died in between): queue it
+			// again until it is processed. The processor's claim makes extra
+			// messages harmless.
+			if stored.Status != inbox.StatusProcessed {
+				if err := h.cfg.Queue.Enqueue(ctx, key); err != nil {
+					return unavailable(key, err)
+				}
+			}
+		case err != nil:
+			return unavailable(key, err)
+		default:
+			// Stored but not queued would be a gap: fail so the provider
+			// retries; its retry takes the duplicate path and queues it.
+			if err := h.cfg.Queue.Enqueue(ctx, key); err != nil {
+				return unavailable(key, err)
+			}
+			res.status, res.outcome, sb.Status = http.StatusAccepted, outcomeAccepted, "accepted"
+		}
+		if sb.EventIDs != nil {
+			sb.EventIDs = append(sb.EventIDs, id.ID)
+		}
+	}
+	res.body = sb
+	return res
+}
+
+func unavailable(k inbox.Key, err error) result {
+	return result{status: http.StatusServiceUnavailable, body: errorBody{"temporarily unavailable"}, outcome: outcomeError, key: k.String(), err: err}
 }

@@ -27,14 +27,14 @@ var testNow = time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
 
 var errNoSecret = errors.New("no such secret")
 
-// fakeSecrets serves secrets by id.
+// fakeSecrets serves signing secrets by id.
 type fakeSecrets map[string][][]byte
 
-func (f fakeSecrets) Get(_ context.Context, id string) ([][]byte, error) {
+func (f fakeSecrets) Get(_ context.Context, id string) (source.Keys, error) {
 	if s, ok := f[id]; ok {
-		return s, nil
+		return source.Keys{Signing: s}, nil
 	}
-	return nil, errNoSecret
+	return source.Keys{}, errNoSecret
 }
 
 // memStore is an in-memory inbox with the store's duplicate semantics.
@@ -312,5 +312,177 @@ func TestLogsCarryNoPayloadOrSecret(t *testing.T) {
 func TestNewRejectsIncompleteConfig(t *testing.T) {
 	if _, err := New(Config{}); err == nil {
 		t.Fatal("got nil error for an empty config")
+	}
+}
+
+// fakeScheme is a scheme with every optional behaviour, driven by fields.
+type fakeScheme struct {
+	verify    func(signature.Request) error
+	handshake func(signature.Request) (signature.Reply, bool, error)
+	split     func(signature.Request) ([]signature.Identity, error)
+	subscribe func(signature.Request, [][]byte) (signature.Reply, error)
+}
+
+func (f *fakeScheme) Verify(r signature.Request, _ [][]byte, _ time.Time) error { return f.verify(r) }
+func (f *fakeScheme) Identify(signature.Request) (signature.Identity, error) {
+	return signature.Identity{}, errors.New("Identify must not be called for a Splitter")
+}
+func (f *fakeScheme) Handshake(r signature.Request, _ [][]byte) (signature.Reply, bool, error) {
+	return f.handshake(r)
+}
+func (f *fakeScheme) Split(r signature.Request) ([]signature.Identity, error) { return f.split(r) }
+func (f *fakeScheme) Subscribe(r signature.Request, tokens [][]byte) (signature.Reply, error) {
+	return f.subscribe(r, tokens)
+}
+
+func newFakeFixture(tb testing.TB, fs *fakeScheme) *fixture {
+	tb.Helper()
+	f := newFixture(tb)
+	set, err := source.NewSet("wi/", &source.Source{Name: "fake", Kind: "fake", Scheme: fs})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	f.h.cfg.Sources = set
+	f.h.cfg.Secrets = fakeSecrets{"wi/fake": {[]byte("k")}, "wi/fake/shop.example": {[]byte("k")}}
+	return f
+}
+
+func fakeRequest(method, body string, params map[string]string) events.APIGatewayV2HTTPRequest {
+	return events.APIGatewayV2HTTPRequest{
+		RawPath: "/webhooks/fake", PathParameters: params, Body: body, RawQueryString: "hub.challenge=c",
+		RequestContext: events.APIGatewayV2HTTPRequestContext{HTTP: events.APIGatewayV2HTTPRequestContextHTTPDescription{Method: method}},
+	}
+}
+
+func TestHandshakeOnlyAfterVerification(t *testing.T) {
+	handshakes := 0
+	fs := &fakeScheme{
+		verify: func(r signature.Request) error {
+			if string(r.Body) == "forged" {
+				return signature.ErrNoMatch
+			}
+			return nil
+		},
+		handshake: func(signature.Request) (signature.Reply, bool, error) {
+			handshakes++
+			return signature.Reply{Status: 200, ContentType: "text/plain", Body: []byte("challenge-answer")}, true, nil
+		},
+	}
+	f := newFakeFixture(t, fs)
+	resp, _ := f.h.HandleV2(context.Background(), fakeRequest("POST", "forged", map[string]string{"source": "fake"}))
+	if resp.StatusCode != 401 || handshakes != 0 {
+		t.Fatalf("forged handshake: got %d after %d handshakes, want 401 and none", resp.StatusCode, handshakes)
+	}
+	resp, _ = f.h.HandleV2(context.Background(), fakeRequest("POST", "signed", map[string]string{"source": "fake"}))
+	if resp.StatusCode != 200 || resp.Body != "challenge-answer" || resp.Headers["content-type"] != "text/plain" {
+		t.Fatalf("handshake: got %d %q %v", resp.StatusCode, resp.Body, resp.Headers)
+	}
+	if len(f.store.events) != 0 || len(f.queue.sent) != 0 {
+		t.Errorf("a handshake stored %d events and queued %d", len(f.store.events), len(f.queue.sent))
+	}
+}
+
+func TestSubscribeGET(t *testing.T) {
+	fs := &fakeScheme{subscribe: func(r signature.Request, tokens [][]byte) (signature.Reply, error) {
+		if r.RawQuery != "hub.challenge=c" {
+			return signature.Reply{}, signature.ErrNoMatch
+		}
+		return signature.Reply{Status: 200, ContentType: "text/plain", Body: []byte("c")}, nil
+	}}
+	f := newFakeFixture(t, fs)
+	resp, _ := f.h.HandleV2(context.Background(), fakeRequest("GET", "", map[string]string{"source": "fake"}))
+	if resp.StatusCode != 200 || resp.Body != "c" {
+		t.Fatalf("subscribe: got %d %q, want 200 c", resp.StatusCode, resp.Body)
+	}
+	req := fakeRequest("GET", "", map[string]string{"source": "fake"})
+	req.RawQueryString = "hub.challenge=other"
+	if resp, _ = f.h.HandleV2(context.Background(), req); resp.StatusCode != 401 {
+		t.Errorf("wrong token: got %d, want 401", resp.StatusCode)
+	}
+	// Schemes without a subscription handshake refuse GET.
+	g := newFixture(t)
+	get := signedRequest(invoiceBody, testSecret, testNow)
+	get.RequestContext.HTTP.Method = "GET"
+	if status, _ := do(t, g, get); status != 405 {
+		t.Errorf("GET on stripe: got %d, want 405", status)
+	}
+}
+
+func TestSplitDelivery(t *testing.T) {
+	fs := &fakeScheme{
+		verify:    func(signature.Request) error { return nil },
+		handshake: func(signature.Request) (signature.Reply, bool, error) { return signature.Reply{}, false, nil },
+		split: func(signature.Request) ([]signature.Identity, error) {
+			return []signature.Identity{
+				{ID: "e1", Type: "delivered", Payload: []byte(`{"n":1}`), Attributes: map[string]string{"attempt": "2"}},
+				{ID: "e2", Type: "open", Payload: []byte(`{"n":2}`)},
+			}, nil
+		},
+	}
+	f := newFakeFixture(t, fs)
+	req := fakeRequest("POST", `[{"n":1},{"n":2}]`, map[string]string{"source": "fake"})
+	resp, _ := f.h.HandleV2(context.Background(), req)
+	if resp.StatusCode != 202 || !strings.Contains(resp.Body, `"event_ids":["e1","e2"]`) {
+		t.Fatalf("got %d %s, want 202 listing both events", resp.StatusCode, resp.Body)
+	}
+	e1 := f.store.events["fake##e1"]
+	if string(e1.Payload) != `{"n":1}` || e1.Attributes["attempt"] != "2" || e1.Type != "delivered" {
+		t.Errorf("event e1: got %+v", e1)
+	}
+	if len(f.queue.sent) != 2 {
+		t.Errorf("queued %d, want 2", len(f.queue.sent))
+	}
+	// The retry of the whole delivery is a duplicate.
+	resp, _ = f.h.HandleV2(context.Background(), req)
+	if resp.StatusCode != 200 || !strings.Contains(resp.Body, `"duplicate"`) {
+		t.Errorf("retry: got %d %s, want 200 duplicate", resp.StatusCode, resp.Body)
+	}
+}
+
+func TestAccountFromDelivery(t *testing.T) {
+	fs := &fakeScheme{
+		verify:    func(signature.Request) error { return nil },
+		handshake: func(signature.Request) (signature.Reply, bool, error) { return signature.Reply{}, false, nil },
+		split: func(signature.Request) ([]signature.Identity, error) {
+			return []signature.Identity{{ID: "e1", Type: "t", Account: "shop.example"}}, nil
+		},
+	}
+	f := newFakeFixture(t, fs)
+	resp, _ := f.h.HandleV2(context.Background(), fakeRequest("POST", "{}", map[string]string{"source": "fake"}))
+	if resp.StatusCode != 202 {
+		t.Fatalf("got %d %s", resp.StatusCode, resp.Body)
+	}
+	if _, ok := f.store.events["fake#shop.example#e1"]; !ok {
+		t.Errorf("stored keys: got %v, want fake#shop.example#e1", f.store.events)
+	}
+	// A delivery naming another account than its per-account endpoint is refused.
+	fs.split = func(signature.Request) ([]signature.Identity, error) {
+		return []signature.Identity{{ID: "e2", Type: "t", Account: "other.example"}}, nil
+	}
+	resp, _ = f.h.HandleV2(context.Background(), fakeRequest("POST", "{}", map[string]string{"source": "fake", "account": "shop.example"}))
+	if resp.StatusCode != 400 {
+		t.Errorf("mismatched account: got %d, want 400", resp.StatusCode)
+	}
+}
+
+func TestHandleV1(t *testing.T) {
+	f := newFixture(t)
+	v2 := signedRequest(invoiceBody, testSecret, testNow)
+	req := events.APIGatewayProxyRequest{
+		HTTPMethod:        "POST",
+		Path:              "/webhooks/stripe",
+		PathParameters:    map[string]string{"source": "stripe"},
+		MultiValueHeaders: map[string][]string{"Stripe-Signature": {v2.Headers["stripe-signature"]}},
+		Body:              base64.StdEncoding.EncodeToString([]byte(invoiceBody)),
+		IsBase64Encoded:   true,
+	}
+	resp, err := f.h.HandleV1(context.Background(), req)
+	if err != nil || resp.StatusCode != 202 {
+		t.Fatalf("got %d %s %v, want 202", resp.StatusCode, resp.Body, err)
+	}
+	// A repeated signature header is refused, not guessed at.
+	req.MultiValueHeaders["Stripe-Signature"] = append(req.MultiValueHeaders["Stripe-Signature"], "t=1,v1=00")
+	if resp, _ = f.h.HandleV1(context.Background(), req); resp.StatusCode != 401 {
+		t.Errorf("two signature headers: got %d, want 401", resp.StatusCode)
 	}
 }

@@ -6,10 +6,8 @@ package secrets
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"strings"
 	"sync"
 	"time"
 
@@ -17,6 +15,7 @@ import (
 	smtypes "github.com/aws/aws-sdk-go-v2/service/secretsmanager/types"
 
 	"github.com/webhook-inbox/webhook-inbox/internal/inbox"
+	"github.com/webhook-inbox/webhook-inbox/internal/source"
 )
 
 // ErrNotFound means no secret exists under the id (the endpoint does not exist).
@@ -41,9 +40,9 @@ type Store struct {
 }
 
 type entry struct {
-	secrets [][]byte
-	err     error
-	until   time.Time
+	keys  source.Keys
+	err   error
+	until time.Time
 }
 
 // NewStore returns a store that caches found secrets for ttl and absent ones
@@ -52,36 +51,37 @@ func NewStore(api API, ttl time.Duration) *Store {
 	return &Store{api: api, ttl: ttl, neg: ttl / 5, now: time.Now, cache: map[string]entry{}}
 }
 
-// Get returns the signing secrets stored under id: the SecretString itself,
-// trimmed, or the list in {"signing_secrets":[…]} (several during rotation). It
-// returns ErrNotFound when the secret does not exist and an error wrapping
-// inbox.ErrUnavailable when Secrets Manager cannot answer.
-func (s *Store) Get(ctx context.Context, id string) ([][]byte, error) {
+// Get returns the keys stored under id (see source.ParseKeys: the
+// SecretString itself, or {"signing_secrets":[…]} with several secrets
+// during rotation). It returns ErrNotFound when the secret does not exist
+// and an error wrapping inbox.ErrUnavailable when Secrets Manager cannot
+// answer.
+func (s *Store) Get(ctx context.Context, id string) (source.Keys, error) {
 	now := s.now()
 	s.mu.Lock()
 	e, ok := s.cache[id]
 	s.mu.Unlock()
 	if ok && now.Before(e.until) {
-		return e.secrets, e.err
+		return e.keys, e.err
 	}
 	out, err := s.api.GetSecretValue(ctx, &secretsmanager.GetSecretValueInput{SecretId: &id})
 	var nf *smtypes.ResourceNotFoundException
 	switch {
 	case errors.As(err, &nf):
 		s.put(id, entry{err: ErrNotFound, until: now.Add(s.neg)})
-		return nil, ErrNotFound
+		return source.Keys{}, ErrNotFound
 	case err != nil:
-		return nil, fmt.Errorf("get secret %s: %w: %w", id, inbox.ErrUnavailable, err)
+		return source.Keys{}, fmt.Errorf("get secret %s: %w: %w", id, inbox.ErrUnavailable, err)
 	}
 	if out.SecretString == nil {
-		return nil, fmt.Errorf("secret %s: no SecretString", id)
+		return source.Keys{}, fmt.Errorf("secret %s: no SecretString", id)
 	}
-	list, err := Parse(*out.SecretString)
+	keys, err := source.ParseKeys(*out.SecretString)
 	if err != nil {
-		return nil, fmt.Errorf("secret %s: %w", id, err)
+		return source.Keys{}, fmt.Errorf("secret %s: %w", id, err)
 	}
-	s.put(id, entry{secrets: list, until: now.Add(s.ttl)})
-	return list, nil
+	s.put(id, entry{keys: keys, until: now.Add(s.ttl)})
+	return keys, nil
 }
 
 // maxEntries bounds the cache: account names come from request paths, so
@@ -103,34 +103,6 @@ func (s *Store) put(id string, e entry) {
 		return // full of found secrets: do not cache another absence
 	}
 	s.cache[id] = e
-}
-
-// Parse reads a SecretString: a JSON object {"signing_secrets":["current",
-// "previous"]} or, for anything that is not a JSON object, the string itself.
-func Parse(v string) ([][]byte, error) {
-	t := strings.TrimSpace(v)
-	if !strings.HasPrefix(t, "{") {
-		if t == "" {
-			return nil, errors.New("empty secret")
-		}
-		return [][]byte{[]byte(t)}, nil
-	}
-	var doc struct {
-		SigningSecrets []string `json:"signing_secrets"`
-	}
-	if err := json.Unmarshal([]byte(t), &doc); err != nil {
-		return nil, fmt.Errorf("secret JSON: %w", err)
-	}
-	out := make([][]byte, 0, len(doc.SigningSecrets))
-	for _, s := range doc.SigningSecrets {
-		if s != "" {
-			out = append(out, []byte(s))
-		}
-	}
-	if len(out) == 0 {
-		return nil, errors.New(`secret JSON: "signing_secrets" is empty`)
-	}
-	return out, nil
 }
 
 // IsNotFound reports whether err means the secret does not exist.

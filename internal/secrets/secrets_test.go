@@ -17,6 +17,7 @@ import (
 
 	"github.com/webhook-inbox/webhook-inbox/internal/awstest"
 	"github.com/webhook-inbox/webhook-inbox/internal/inbox"
+	"github.com/webhook-inbox/webhook-inbox/internal/source"
 )
 
 // One moto serves the whole package; every test uses its own secret names.
@@ -90,7 +91,7 @@ func mustGet(tb testing.TB, s *Store, id string) []string {
 	if err != nil {
 		tb.Fatalf("get %s: %v", id, err)
 	}
-	return strs(got)
+	return strs(got.Signing)
 }
 
 func strs(bs [][]byte) []string {
@@ -205,14 +206,14 @@ func TestCache(t *testing.T) {
 		name    string
 		respond func(id string) (*secretsmanager.GetSecretValueOutput, error)
 		lookups []lookup
-		check   func(t *testing.T, got [][]byte, err error)
+		check   func(t *testing.T, got source.Keys, err error)
 	}{
 		{
 			name:    "found is cached for the ttl",
 			respond: secretString("whsec_1"),
 			lookups: []lookup{{0, 1}, {ttl - time.Nanosecond, 1}, {ttl, 2}, {ttl + time.Second, 2}},
-			check: func(t *testing.T, got [][]byte, err error) {
-				if want := []string{"whsec_1"}; err != nil || !reflect.DeepEqual(strs(got), want) {
+			check: func(t *testing.T, got source.Keys, err error) {
+				if want := []string{"whsec_1"}; err != nil || !reflect.DeepEqual(strs(got.Signing), want) {
 					t.Errorf("got %q, %v; want %q", got, err, want)
 				}
 			},
@@ -223,8 +224,8 @@ func TestCache(t *testing.T) {
 				return nil, &smtypes.ResourceNotFoundException{Message: aws.String("Secrets Manager can't find the specified secret.")}
 			},
 			lookups: []lookup{{0, 1}, {0, 1}, {ttl/5 - time.Nanosecond, 1}, {ttl / 5, 2}},
-			check: func(t *testing.T, got [][]byte, err error) {
-				if !IsNotFound(err) || errors.Is(err, inbox.ErrUnavailable) || got != nil {
+			check: func(t *testing.T, got source.Keys, err error) {
+				if !IsNotFound(err) || errors.Is(err, inbox.ErrUnavailable) || got.Signing != nil {
 					t.Errorf("got %q, %v; want ErrNotFound only", got, err)
 				}
 			},
@@ -235,8 +236,8 @@ func TestCache(t *testing.T) {
 				return nil, errors.New("dial tcp 127.0.0.1:443: connect: connection refused")
 			},
 			lookups: []lookup{{0, 1}, {0, 2}, {time.Second, 3}},
-			check: func(t *testing.T, got [][]byte, err error) {
-				if !errors.Is(err, inbox.ErrUnavailable) || IsNotFound(err) || got != nil {
+			check: func(t *testing.T, got source.Keys, err error) {
+				if !errors.Is(err, inbox.ErrUnavailable) || IsNotFound(err) || got.Signing != nil {
 					t.Errorf("got %q, %v; want inbox.ErrUnavailable only", got, err)
 				}
 			},
@@ -247,7 +248,7 @@ func TestCache(t *testing.T) {
 				return &secretsmanager.GetSecretValueOutput{SecretBinary: []byte("whsec_1")}, nil
 			},
 			lookups: []lookup{{0, 1}, {0, 2}},
-			check: func(t *testing.T, got [][]byte, err error) {
+			check: func(t *testing.T, got source.Keys, err error) {
 				if err == nil || IsNotFound(err) || errors.Is(err, inbox.ErrUnavailable) {
 					t.Errorf("got %q, %v; want a plain error", got, err)
 				}
@@ -257,7 +258,7 @@ func TestCache(t *testing.T) {
 			name:    "unusable secret is not cached",
 			respond: secretString(`{"signing_secrets":[]}`),
 			lookups: []lookup{{0, 1}, {0, 2}},
-			check: func(t *testing.T, got [][]byte, err error) {
+			check: func(t *testing.T, got source.Keys, err error) {
 				if err == nil || IsNotFound(err) || errors.Is(err, inbox.ErrUnavailable) {
 					t.Errorf("got %q, %v; want a plain error", got, err)
 				}
@@ -312,45 +313,4 @@ func TestConcurrentGet(t *testing.T) {
 		})
 	}
 	wg.Wait()
-}
-
-func TestParse(t *testing.T) {
-	tests := []struct {
-		name    string
-		in      string
-		want    []string
-		wantErr bool
-	}{
-		{name: "empty", in: "", wantErr: true},
-		{name: "blank", in: "   ", wantErr: true},
-		{name: "empty object", in: "{}", wantErr: true},
-		{name: "empty list", in: `{"signing_secrets":[]}`, wantErr: true},
-		{name: "only empty strings", in: `{"signing_secrets":[""]}`, wantErr: true},
-		{name: "bad JSON", in: `{"signing_secrets":["a"`, wantErr: true},
-		{name: "wrong type", in: `{"signing_secrets":"a"}`, wantErr: true},
-		{name: "plain", in: "whsec_abc", want: []string{"whsec_abc"}},
-		{name: "plain trimmed", in: " \twhsec_abc\r\n", want: []string{"whsec_abc"}},
-		{name: "list", in: `{"signing_secrets":["a","b"]}`, want: []string{"a", "b"}},
-		{name: "list trimmed", in: "\n {\"signing_secrets\":[\"a\"]} \n", want: []string{"a"}},
-		{name: "empty entries dropped", in: `{"signing_secrets":["","b"]}`, want: []string{"b"}},
-		{name: "other fields ignored", in: `{"signing_secrets":["a"],"note":"rotated"}`, want: []string{"a"}},
-		{name: "JSON that is not an object", in: `["a","b"]`, want: []string{`["a","b"]`}},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			got, err := Parse(tt.in)
-			if tt.wantErr {
-				if err == nil {
-					t.Errorf("got %q, want an error", got)
-				}
-				return
-			}
-			if err != nil {
-				t.Fatalf("got %v, want %q", err, tt.want)
-			}
-			if !reflect.DeepEqual(strs(got), tt.want) {
-				t.Errorf("got %q, want %q", got, tt.want)
-			}
-		})
-	}
 }

@@ -36,8 +36,26 @@ type config struct {
 	Name    string `json:"name"`
 	Kind    string `json:"kind"`
 	Options struct {
+		// Tolerance is a Go duration ("5m"); it cannot be zero.
 		Tolerance string `json:"tolerance"`
+		// URL is the public URL the provider calls, for schemes that sign it.
+		URL  string      `json:"url"`
+		HMAC hmacOptions `json:"hmac"`
 	} `json:"options"`
+}
+
+// hmacOptions is the JSON shape of signature.HMACOptions.
+type hmacOptions struct {
+	Header          string `json:"header"`
+	Algorithm       string `json:"algorithm"`
+	Encoding        string `json:"encoding"`
+	Prefix          string `json:"prefix"`
+	TimestampHeader string `json:"timestamp_header"`
+	Template        string `json:"template"`
+	IDHeader        string `json:"id_header"`
+	IDPath          string `json:"id_path"`
+	TypeHeader      string `json:"type_header"`
+	TypePath        string `json:"type_path"`
 }
 
 // Parse validates SOURCES (a JSON list of {"name","kind","options"}) and the
@@ -74,11 +92,29 @@ func Parse(sourcesJSON, secretsPrefix string) (*Set, error) {
 			}
 			o.Tolerance = d
 		}
+		o.URL = c.Options.URL
+		o.HMAC = signature.HMACOptions(c.Options.HMAC)
 		scheme, err := signature.New(c.Kind, o)
 		if err != nil {
 			return nil, fmt.Errorf("SOURCES[%d] %s: %w", i, c.Name, err)
 		}
 		s.byName[c.Name] = &Source{Name: c.Name, Kind: c.Kind, Scheme: scheme}
+	}
+	return s, nil
+}
+
+// NewSet returns a set of already built sources, for programmatic
+// configuration and tests; names are validated as Parse validates them.
+func NewSet(secretsPrefix string, sources ...*Source) (*Set, error) {
+	s := &Set{byName: make(map[string]*Source, len(sources)), prefix: secretsPrefix}
+	for _, src := range sources {
+		if !validName(src.Name, 64) || src.Scheme == nil {
+			return nil, fmt.Errorf("source %q: invalid name or no scheme", src.Name)
+		}
+		if _, dup := s.byName[src.Name]; dup {
+			return nil, fmt.Errorf("duplicate source %q", src.Name)
+		}
+		s.byName[src.Name] = src
 	}
 	return s, nil
 }
