@@ -298,3 +298,52 @@ func FuzzFromV2(f *testing.F) {
 		}
 	})
 }
+
+func TestFromV1(t *testing.T) {
+	e := events.APIGatewayProxyRequest{
+		HTTPMethod:     "post",
+		Path:           "/webhooks/github",
+		PathParameters: map[string]string{"source": "github"},
+		Headers:        map[string]string{"x-github-event": "push", "X-Hub-Signature-256": "ignored: multi-value wins"},
+		MultiValueHeaders: map[string][]string{
+			"x-hub-signature-256": {"sha256=aa"},
+			"X-Dup":               {"a", "b"},
+		},
+		MultiValueQueryStringParameters: map[string][]string{"b": {"2"}, "a": {"1", "x y"}},
+		Body:                            base64.StdEncoding.EncodeToString([]byte{0, 1, 2, 255}),
+		IsBase64Encoded:                 true,
+	}
+	r, err := FromV1(e, 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Method != "POST" || r.PathParams["source"] != "github" {
+		t.Errorf("method/params: got %s %v", r.Method, r.PathParams)
+	}
+	if got := r.Header.Values("X-Hub-Signature-256"); len(got) != 1 || got[0] != "sha256=aa" {
+		t.Errorf("signature header: got %q, want the multi-value entry only", got)
+	}
+	if got := r.Header.Get("X-Github-Event"); got != "push" {
+		t.Errorf("single-value header: got %q, want push", got)
+	}
+	if got := r.Header.Values("X-Dup"); len(got) != 2 {
+		t.Errorf("repeated header: got %q, want two values", got)
+	}
+	if r.RawQuery != "a=1&a=x+y&b=2" {
+		t.Errorf("raw query: got %q", r.RawQuery)
+	}
+	if string(r.Body) != "\x00\x01\x02\xff" {
+		t.Errorf("body: got %q", r.Body)
+	}
+	e.Body = "%%"
+	if _, err := FromV1(e, 100); !errors.Is(err, ErrBadEncoding) {
+		t.Errorf("bad base64: got %v, want ErrBadEncoding", err)
+	}
+	e.Body, e.IsBase64Encoded = strings.Repeat("x", 101), false
+	if _, err := FromV1(e, 100); !errors.Is(err, ErrBodyTooLarge) {
+		t.Errorf("too large: got %v, want ErrBodyTooLarge", err)
+	}
+	if got := (Response{Status: 401, Body: "{}"}).V1(); got.StatusCode != 401 || got.Headers["content-type"] != "application/json" {
+		t.Errorf("V1 response: got %+v", got)
+	}
+}
