@@ -32,10 +32,10 @@ type Request struct {
 	Query      url.Values
 	Header     http.Header
 	// RawQuery is the query string as sent, without '?'.
-	RawQuery string
-	Body     []byte
-	RequestID  string
-	SourceIP   string
+	RawQuery  string
+	Body      []byte
+	RequestID string
+	SourceIP  string
 }
 
 // FromV2 normalizes an HTTP API (payload format 2.0) event. Bodies larger
