@@ -1,5 +1,6 @@
 # webhook-inbox. `make` alone lists the targets.
 
+SHELL    := /bin/bash
 GO       ?= go
 CFN_LINT ?= $(shell command -v cfn-lint 2>/dev/null || echo $(CURDIR)/.venv/bin/cfn-lint)
 TEMPLATE ?= template.yaml
@@ -77,8 +78,10 @@ lint: $(BIN)/staticcheck $(CFN_LINT) ## gofmt, go vet, staticcheck and cfn-lint.
 	$(CFN_LINT) $(TEMPLATE)
 
 .PHONY: bench
-bench: ## Signature benchmarks beside a bare HMAC and stripe-go over the same bytes.
-	$(GO) test -run='^$$' -bench=. -benchmem ./internal/signature/
+bench: ## Signature benchmarks, each beside the bare primitive and the provider SDK over the same bytes, with ratios.
+	@mkdir -p .build
+	set -o pipefail; $(GO) test -run='^$$' -bench=. -benchmem -count=$(BENCH_COUNT) ./internal/signature/ | tee .build/bench.txt | $(GO) run ./infra/bench
+BENCH_COUNT ?= 3
 
 .PHONY: moto
 moto: $(MOTO_SERVER)

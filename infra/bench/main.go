@@ -1,0 +1,137 @@
+// Command bench reads `go test -bench` output on stdin and prints, for each
+// benchmark, every sub-benchmark's time and allocations beside its ratio to
+// the baseline measured in the same run (the sub-benchmark whose name
+// starts with "bare": the bare primitive over the same bytes). It marks the
+// rows that miss the targets. `make bench` pipes the signature benchmarks
+// through it.
+package main
+
+import (
+	"bufio"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"sort"
+	"strconv"
+	"strings"
+)
+
+type row struct {
+	group, name string
+	ns, allocs  float64
+}
+
+func main() {
+	maxRatio := flag.Float64("max-ratio", 3, "target: verify+identify time over the baseline")
+	maxAllocs := flag.Float64("max-allocs", 30, "target: allocations of verify+identify")
+	flag.Parse()
+	rows, err := parse(os.Stdin)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		os.Exit(1)
+	}
+	if len(rows) == 0 {
+		fmt.Fprintln(os.Stderr, "bench: no benchmark lines on stdin")
+		os.Exit(1)
+	}
+	report(os.Stdout, rows, *maxRatio, *maxAllocs)
+}
+
+// parse reads lines like
+//
+//	BenchmarkStripe/verify+identify-2  45754  25029 ns/op  254.66 MB/s  584 B/op  11 allocs/op
+//
+// averaging repeated runs (-count) of one sub-benchmark.
+func parse(r io.Reader) ([]row, error) {
+	type acc struct {
+		ns, allocs float64
+		n          int
+	}
+	sums := map[[2]string]*acc{}
+	var order [][2]string
+	sc := bufio.NewScanner(r)
+	for sc.Scan() {
+		f := strings.Fields(sc.Text())
+		if len(f) < 4 || !strings.HasPrefix(f[0], "Benchmark") {
+			continue
+		}
+		full := strings.TrimPrefix(f[0], "Benchmark")
+		if i := strings.LastIndexByte(full, '-'); i > 0 {
+			if _, err := strconv.Atoi(full[i+1:]); err == nil {
+				full = full[:i] // the GOMAXPROCS suffix
+			}
+		}
+		group, name, ok := strings.Cut(full, "/")
+		if !ok {
+			group, name = full, ""
+		}
+		var ns, allocs float64 = -1, -1
+		for i := 1; i+1 < len(f); i++ {
+			v, err := strconv.ParseFloat(f[i], 64)
+			if err != nil {
+				continue
+			}
+			switch f[i+1] {
+			case "ns/op":
+				ns = v
+			case "allocs/op":
+				allocs = v
+			}
+		}
+		if ns < 0 {
+			continue
+		}
+		k := [2]string{group, name}
+		a, seen := sums[k]
+		if !seen {
+			a = &acc{}
+			sums[k] = a
+			order = append(order, k)
+		}
+		a.ns += ns
+		a.allocs += max(allocs, 0)
+		a.n++
+	}
+	if err := sc.Err(); err != nil {
+		return nil, err
+	}
+	rows := make([]row, 0, len(order))
+	for _, k := range order {
+		a := sums[k]
+		rows = append(rows, row{group: k[0], name: k[1], ns: a.ns / float64(a.n), allocs: a.allocs / float64(a.n)})
+	}
+	return rows, nil
+}
+
+func report(w io.Writer, rows []row, maxRatio, maxAllocs float64) {
+	groups := map[string][]row{}
+	var names []string
+	for _, r := range rows {
+		if _, ok := groups[r.group]; !ok {
+			names = append(names, r.group)
+		}
+		groups[r.group] = append(groups[r.group], r)
+	}
+	sort.Strings(names)
+	fmt.Fprintf(w, "%-22s %-34s %12s %8s %8s\n", "benchmark", "case", "ns/op", "allocs", "ratio")
+	for _, g := range names {
+		var base float64
+		for _, r := range groups[g] {
+			if strings.HasPrefix(r.name, "bare") {
+				base = r.ns
+				break
+			}
+		}
+		for _, r := range groups[g] {
+			ratio, mark := "-", ""
+			if base > 0 {
+				ratio = fmt.Sprintf("%.2fx", r.ns/base)
+				if r.name == "verify+identify" && (r.ns/base > maxRatio || r.allocs > maxAllocs) {
+					mark = fmt.Sprintf("  over target (%.0fx, %.0f allocs)", maxRatio, maxAllocs)
+				}
+			}
+			fmt.Fprintf(w, "%-22s %-34s %12.0f %8.0f %8s%s\n", g, r.name, r.ns, r.allocs, ratio, mark)
+		}
+	}
+}
