@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"errors"
+	"math/bits"
 	"strconv"
 	"unicode/utf8"
 )
@@ -22,53 +23,78 @@ type scanner struct {
 
 func (s *scanner) ws() {
 	b, i := s.b, s.i
-	for i < len(b) && isSpace[b[i]] {
-		i++
-		// Indented bodies (Stripe's, GitHub's) are mostly runs of spaces:
-		// step over them eight at a time.
-		for i+8 <= len(b) && binary.LittleEndian.Uint64(b[i:]) == 0x2020202020202020 {
-			i += 8
+	for i < len(b) && b[i] <= ' ' {
+		switch b[i] {
+		case ' ':
+			// Indented bodies (Stripe's, GitHub's) are mostly runs of
+			// spaces: measure a run eight bytes at a time.
+			if i+8 > len(b) {
+				i++
+				continue
+			}
+			x := binary.LittleEndian.Uint64(b[i:]) ^ 0x2020202020202020
+			if x == 0 {
+				i += 8
+			} else {
+				i += bits.TrailingZeros64(x) >> 3
+			}
+		case '\n', '\t', '\r':
+			i++
+		default:
+			s.i = i
+			return
 		}
 	}
 	s.i = i
 }
 
-var isSpace = [256]bool{' ': true, '\t': true, '\n': true, '\r': true}
-
 // value skips one JSON value and returns its raw bytes.
 func (s *scanner) value(depth int) ([]byte, error) {
-	if depth > 1000 {
-		return nil, errJSON
-	}
 	s.ws()
-	if s.i >= len(s.b) {
-		return nil, errJSON
-	}
 	start := s.i
-	var err error
-	switch c := s.b[s.i]; {
-	case c == '{':
-		err = s.object(depth, nil, nil)
-	case c == '[':
-		err = s.array(depth, nil)
-	case c == '"':
-		err = s.str()
-	case c == '-' || c >= '0' && c <= '9':
-		err = s.number()
-	case c == 't':
-		err = s.lit("true")
-	case c == 'f':
-		err = s.lit("false")
-	case c == 'n':
-		err = s.lit("null")
-	default:
-		err = errJSON
-	}
-	if err != nil {
+	if err := s.skip(depth); err != nil {
 		return nil, err
 	}
 	return s.b[start:s.i], nil
 }
+
+// skip scans the value at s.i (whitespace already skipped). Scalars are
+// handled here without a further call; only containers recurse.
+func (s *scanner) skip(depth int) error {
+	if s.i >= len(s.b) {
+		return errJSON
+	}
+	switch c := s.b[s.i]; c {
+	case '"':
+		_, err := s.strEsc()
+		return err
+	case '{':
+		if depth > maxDepth {
+			return errJSON
+		}
+		return s.object(depth+1, nil, nil)
+	case '[':
+		if depth > maxDepth {
+			return errJSON
+		}
+		return s.array(depth+1, nil)
+	case 't':
+		return s.lit("true")
+	case 'f':
+		return s.lit("false")
+	case 'n':
+		return s.lit("null")
+	default:
+		if c == '-' || c >= '0' && c <= '9' {
+			return s.number()
+		}
+		return errJSON
+	}
+}
+
+// maxDepth bounds nesting, as encoding/json does, so a hostile body cannot
+// exhaust the stack.
+const maxDepth = 1000
 
 func (s *scanner) lit(want string) error {
 	if !bytes.HasPrefix(s.b[s.i:], []byte(want)) {
@@ -104,14 +130,15 @@ func (s *scanner) object(depth int, keys []string, out [][]byte) error {
 			return errJSON
 		}
 		s.i++
-		v, err := s.value(depth + 1)
-		if err != nil {
+		s.ws()
+		vstart := s.i
+		if err := s.skip(depth); err != nil {
 			return err
 		}
 		if keys != nil {
 			for n, k := range keys {
 				if keyEqual(key, escaped, k) {
-					out[n] = v
+					out[n] = s.b[vstart:s.i]
 				}
 			}
 		}
@@ -148,12 +175,13 @@ func (s *scanner) array(depth int, each func([]byte) error) error {
 		return nil
 	}
 	for {
-		v, err := s.value(depth + 1)
-		if err != nil {
+		s.ws()
+		vstart := s.i
+		if err := s.skip(depth); err != nil {
 			return err
 		}
 		if each != nil {
-			if err := each(v); err != nil {
+			if err := each(s.b[vstart:s.i]); err != nil {
 				return err
 			}
 		}
@@ -184,9 +212,14 @@ func (s *scanner) strEsc() (bool, error) {
 	s.i++ // opening quote
 	escaped := false
 	for s.i < len(s.b) {
-		// Most string bytes are plain: skip them in a tight loop.
+		// Most string bytes are plain: skip them eight at a time while no
+		// byte of the word is a quote, a backslash or a control character,
+		// then one at a time.
 		b := s.b
 		i := s.i
+		for i+8 <= len(b) && !strStopWord(binary.LittleEndian.Uint64(b[i:])) {
+			i += 8
+		}
 		for i < len(b) && !strStop[b[i]] {
 			i++
 		}
@@ -238,6 +271,16 @@ var strStop = func() (t [256]bool) {
 	t['"'], t['\\'] = true, true
 	return t
 }()
+
+// strStopWord reports whether any byte of x may be a quote, a backslash or
+// a control character (it may also report true for other bytes after such
+// a byte, which only sends the caller to the byte-wise loop).
+func strStopWord(x uint64) bool {
+	const lo, hi = 0x0101010101010101, 0x8080808080808080
+	q := x ^ (lo * '"')
+	bs := x ^ (lo * '\\')
+	return ((q-lo)&^q|(bs-lo)&^bs|(x-lo*0x20)&^x)&hi != 0
+}
 
 func isHex(c byte) bool {
 	return c >= '0' && c <= '9' || c >= 'a' && c <= 'f' || c >= 'A' && c <= 'F'
