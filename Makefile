@@ -54,8 +54,9 @@ run: moto ## Run the whole system locally: moto on :4566, the API on 127.0.0.1:3
 	$(GO) run ./infra/local/cmd/run
 
 .PHONY: send
-send: ## Sign testdata's Stripe invoice.paid with the local secret and POST it (SEND_FLAGS=-new-id for a new event).
-	$(GO) run ./infra/local/cmd/send $(SEND_FLAGS)
+SOURCE ?= stripe
+send: ## Sign a local source's sample as its provider would and POST it: SOURCE=github, SEND_FLAGS="-repeat 2" or -new-id.
+	$(GO) run ./infra/local/cmd/send -source $(SOURCE) $(SEND_FLAGS)
 
 .PHONY: events
 events: ## Rewrite events/ (re-signs the ingest event: Stripe signatures expire after 5 minutes).

@@ -22,6 +22,8 @@ import (
 	"github.com/webhook-inbox/webhook-inbox/internal/ingest"
 	"github.com/webhook-inbox/webhook-inbox/internal/processor"
 	"github.com/webhook-inbox/webhook-inbox/internal/replay"
+	"github.com/webhook-inbox/webhook-inbox/internal/signature"
+	"github.com/webhook-inbox/webhook-inbox/internal/source"
 )
 
 // LocalSource is one entry of infra/local/sources.json: a source as the
@@ -30,9 +32,42 @@ type LocalSource struct {
 	Name    string          `json:"name"`
 	Kind    string          `json:"kind"`
 	Options json.RawMessage `json:"options,omitempty"`
-	// Secrets are dev-only signing secrets, seeded into the local Secrets
-	// Manager; the first one signs what `make send` sends.
+	// Secrets are dev-only signing secrets (for asymmetric schemes: public
+	// keys), seeded into the local Secrets Manager; the first one signs
+	// what `make send` sends.
 	Secrets []string `json:"secrets"`
+	// SigningKey is the dev-only private key that signs for asymmetric
+	// schemes (discord, sendgrid, Standard Webhooks v1a).
+	SigningKey string `json:"signing_key,omitempty"`
+	// VerifyToken is the dev-only token of a GET subscription handshake.
+	VerifyToken string `json:"verify_token,omitempty"`
+}
+
+// Scheme builds the source's signature scheme exactly as the functions do
+// from SOURCES.
+func (s LocalSource) Scheme() (signature.Scheme, error) {
+	list, err := json.Marshal([]map[string]any{{"name": s.Name, "kind": s.Kind, "options": s.Options}})
+	if err != nil {
+		return nil, err
+	}
+	set, err := source.Parse(string(list), "")
+	if err != nil {
+		return nil, err
+	}
+	src, err := set.Lookup(s.Name, "")
+	if err != nil {
+		return nil, err
+	}
+	return src.Scheme, nil
+}
+
+// SignWith returns the key that signs for the source: its signing key when
+// it has one, else its first secret.
+func (s LocalSource) SignWith() []byte {
+	if s.SigningKey != "" {
+		return []byte(s.SigningKey)
+	}
+	return []byte(s.Secrets[0])
 }
 
 // SourcesFile is the shape of infra/local/sources.json.
@@ -173,13 +208,14 @@ func (s *Stack) Poller(client SQSAPI, region string, log *slog.Logger) *Poller {
 }
 
 // seedSecrets stores each source's secrets under SECRETS_PREFIX + name:
-// one secret as a plain SecretString, several as {"signing_secrets":[…]}.
+// one secret as a plain SecretString, several (or a verify token) as
+// {"signing_secrets":[…],"verify_token":…}.
 func seedSecrets(ctx context.Context, sm *secretsmanager.Client, f SourcesFile) error {
 	for _, s := range f.Sources {
 		id := f.SecretsPrefix + s.Name
 		value := s.Secrets[0]
-		if len(s.Secrets) > 1 {
-			b, err := json.Marshal(map[string][]string{"signing_secrets": s.Secrets})
+		if len(s.Secrets) > 1 || s.VerifyToken != "" {
+			b, err := json.Marshal(map[string]any{"signing_secrets": s.Secrets, "verify_token": s.VerifyToken})
 			if err != nil {
 				return err
 			}

@@ -1,12 +1,11 @@
-// Command send is `make send`: it signs a sample webhook shipped in the
-// repository with a local source's dev-only secret and POSTs it to the
-// local API, printing the answer.
+// Command send is `make send`: it signs a local source's sample delivery
+// (infra/local/samples/<source>.json, from the corpus where there is one)
+// with the source's dev-only key, as its provider would, and POSTs it to
+// the local API, printing the answer.
 package main
 
 import (
 	"bytes"
-	"crypto/rand"
-	"encoding/hex"
 	"flag"
 	"fmt"
 	"io"
@@ -16,7 +15,6 @@ import (
 	"time"
 
 	"github.com/webhook-inbox/webhook-inbox/infra/local"
-	"github.com/webhook-inbox/webhook-inbox/internal/signature"
 )
 
 func main() {
@@ -26,16 +24,17 @@ func main() {
 	}
 }
 
-// stripeID matches the event id at the top of a Stripe event file.
-var stripeID = regexp.MustCompile(`"id": ?"evt_[A-Za-z0-9]+"`)
+// firstID matches the first "id" member of a JSON body (a Stripe event's id
+// comes first).
+var firstID = regexp.MustCompile(`"id": ?"[A-Za-z]+_[A-Za-z0-9]+"`)
 
 func run() error {
 	api := flag.String("api", "http://127.0.0.1:3000", "base URL of the local API")
-	srcName := flag.String("source", "stripe", "local source to sign for")
+	srcName := flag.String("source", "stripe", "local source to sign for (a name in the sources file)")
 	account := flag.String("account", "", "account path segment, if any")
-	file := flag.String("file", "testdata/corpus/stripe/invoice.paid.json", "payload to send")
 	srcPath := flag.String("sources", "infra/local/sources.json", "local sources with dev-only secrets")
-	fresh := flag.Bool("new-id", false, "replace the event id with a fresh one, so the send is a new event rather than a duplicate")
+	repeat := flag.Int("repeat", 1, "send the same signed delivery this many times (a provider's retries)")
+	fresh := flag.Bool("new-id", false, "give a corpus body's leading id a fresh value, so it is a new event")
 	flag.Parse()
 
 	sources, err := local.LoadSources(*srcPath)
@@ -46,40 +45,48 @@ func run() error {
 	if err != nil {
 		return err
 	}
-	body, err := os.ReadFile(*file)
+	sample, err := local.LoadSample(".", src.Name)
 	if err != nil {
 		return err
 	}
-	header := http.Header{"Content-Type": {"application/json"}}
-	switch src.Kind {
-	case "stripe":
-		if *fresh {
-			b := make([]byte, 12)
-			_, _ = rand.Read(b)
-			body = stripeID.ReplaceAll(body, fmt.Appendf(nil, `"id": "evt_%s"`, hex.EncodeToString(b)))
+	if *fresh && sample.BodyFile != "" {
+		b, err := os.ReadFile(sample.BodyFile)
+		if err != nil {
+			return err
 		}
-		header.Set(signature.StripeHeader, signature.SignStripe(body, []byte(src.Secrets[0]), time.Now()))
-	default:
-		return fmt.Errorf("source %q: kind %q has no local signer yet", src.Name, src.Kind)
+		loc := firstID.FindIndex(b)
+		if loc == nil {
+			return fmt.Errorf("%s: no leading id to replace", sample.BodyFile)
+		}
+		// The new id is filled in as a placeholder; the rest of the body
+		// keeps its bytes.
+		sample.Body = string(b[:loc[1]-1]) + "_{int}" + string(b[loc[1]-1:])
+		sample.BodyFile = ""
+	}
+	req, err := sample.Signed(".", src, time.Now())
+	if err != nil {
+		return err
 	}
 	url := *api + "/webhooks/" + src.Name
 	if *account != "" {
 		url += "/" + *account
 	}
-	req, err := http.NewRequest(http.MethodPost, url, bytes.NewReader(body))
-	if err != nil {
-		return err
-	}
-	req.Header = header
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return fmt.Errorf("%w (is `make run` running?)", err)
-	}
-	defer resp.Body.Close()
-	out, _ := io.ReadAll(resp.Body)
-	fmt.Printf("POST %s (%s, %d bytes) → %s %s\n", url, *file, len(body), resp.Status, bytes.TrimSpace(out))
-	if resp.StatusCode >= 300 {
-		return fmt.Errorf("unexpected status %s", resp.Status)
+	for range *repeat {
+		hr, err := http.NewRequest(http.MethodPost, url, bytes.NewReader(req.Body))
+		if err != nil {
+			return err
+		}
+		hr.Header = req.Header.Clone()
+		resp, err := http.DefaultClient.Do(hr)
+		if err != nil {
+			return fmt.Errorf("%w (is `make run` running?)", err)
+		}
+		out, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		fmt.Printf("POST %s (%d bytes) → %s %s\n", url, len(req.Body), resp.Status, bytes.TrimSpace(out))
+		if resp.StatusCode >= 300 {
+			return fmt.Errorf("unexpected status %s", resp.Status)
+		}
 	}
 	return nil
 }
