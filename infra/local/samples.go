@@ -76,7 +76,11 @@ func (s Sample) Signed(root string, src LocalSource, now time.Time) (signature.R
 	if !ok {
 		return signature.Request{}, fmt.Errorf("source %s: kind %s cannot sign", src.Name, src.Kind)
 	}
-	if err := signer.Sign(&r, src.SignWith(), now); err != nil {
+	key, err := src.SignWith()
+	if err != nil {
+		return signature.Request{}, err
+	}
+	if err := signer.Sign(&r, key, now); err != nil {
 		return signature.Request{}, fmt.Errorf("sign for %s: %w", src.Name, err)
 	}
 	return r, nil

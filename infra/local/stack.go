@@ -2,6 +2,7 @@ package local
 
 import (
 	"context"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -62,12 +63,20 @@ func (s LocalSource) Scheme() (signature.Scheme, error) {
 }
 
 // SignWith returns the key that signs for the source: its signing key when
-// it has one, else its first secret.
-func (s LocalSource) SignWith() []byte {
-	if s.SigningKey != "" {
-		return []byte(s.SigningKey)
+// it has one ("hex:…" is decoded, for raw key bytes), else its first
+// secret.
+func (s LocalSource) SignWith() ([]byte, error) {
+	if s.SigningKey == "" {
+		return []byte(s.Secrets[0]), nil
 	}
-	return []byte(s.Secrets[0])
+	if h, ok := strings.CutPrefix(s.SigningKey, "hex:"); ok {
+		b, err := hex.DecodeString(h)
+		if err != nil {
+			return nil, fmt.Errorf("source %s: signing_key: %w", s.Name, err)
+		}
+		return b, nil
+	}
+	return []byte(s.SigningKey), nil
 }
 
 // SourcesFile is the shape of infra/local/sources.json.

@@ -78,12 +78,13 @@ func decodeHex(s string, n int) ([]byte, bool) {
 }
 
 // decodeBase64 decodes a standard-alphabet, padded base64 signature of
-// exactly n bytes.
+// exactly n bytes. Decoding is strict (unused padding bits must be zero),
+// so one signature has one encoding.
 func decodeBase64(s string, n int) ([]byte, bool) {
 	if len(s) != base64.StdEncoding.EncodedLen(n) {
 		return nil, false
 	}
-	b, err := base64.StdEncoding.DecodeString(s)
+	b, err := base64.StdEncoding.Strict().DecodeString(s)
 	return b, err == nil && len(b) == n
 }
 

@@ -135,11 +135,9 @@ func (s *scanner) object(depth int, keys []string, out [][]byte) error {
 		if err := s.skip(depth); err != nil {
 			return err
 		}
-		if keys != nil {
-			for n, k := range keys {
-				if keyEqual(key, escaped, k) {
-					out[n] = s.b[vstart:s.i]
-				}
+		for n, k := range keys {
+			if keyEqual(key, escaped, k) {
+				out[n] = s.b[vstart:s.i]
 			}
 		}
 		s.ws()
@@ -199,11 +197,6 @@ func (s *scanner) array(depth int, each func([]byte) error) error {
 			return errJSON
 		}
 	}
-}
-
-func (s *scanner) str() error {
-	_, err := s.strEsc()
-	return err
 }
 
 // strEsc scans a string starting at its opening quote and reports whether
@@ -348,43 +341,6 @@ func jsonFields(body []byte, keys []string, out [][]byte) error {
 		return err
 	}
 	return s.end()
-}
-
-// jsonArray validates body as one JSON array and calls each with the raw
-// bytes of every element in order.
-func jsonArray(body []byte, each func(elem []byte) error) error {
-	s := scanner{b: body}
-	s.ws()
-	if s.i >= len(s.b) || s.b[s.i] != '[' {
-		return errJSON
-	}
-	if err := s.array(0, each); err != nil {
-		return err
-	}
-	return s.end()
-}
-
-// jsonPath returns the raw value at a path of object keys (for example
-// ["data", "object", "id"]) after validating the whole document; nil when
-// any step is absent or not an object.
-func jsonPath(body []byte, path []string) ([]byte, error) {
-	out := make([][]byte, 1)
-	if err := jsonFields(body, path[:1], out); err != nil {
-		return nil, err
-	}
-	v := out[0]
-	for _, k := range path[1:] {
-		if len(v) == 0 || v[0] != '{' {
-			return nil, nil
-		}
-		out[0] = nil
-		s := scanner{b: v}
-		if err := s.object(0, []string{k}, out); err != nil {
-			return nil, err
-		}
-		v = out[0]
-	}
-	return v, nil
 }
 
 // jsonString returns a raw JSON value as a Go string when it is a string of

@@ -158,8 +158,27 @@ type HMACOptions struct {
 
 type constructor func(Options) (Scheme, error)
 
+// kinds maps a source's kind to its scheme. Adding a provider is one file
+// with its scheme, and one line here.
 var kinds = map[string]constructor{
-	"stripe": func(o Options) (Scheme, error) { return NewStripe(o) },
+	"discord":          func(o Options) (Scheme, error) { return NewDiscord(o) },
+	"github":           func(o Options) (Scheme, error) { return NewGitHub(o) },
+	"gitlab":           func(o Options) (Scheme, error) { return NewGitLab(o) },
+	"hmac":             func(o Options) (Scheme, error) { return NewHMAC(o) },
+	"hubspot":          func(o Options) (Scheme, error) { return NewHubSpot(o) },
+	"intercom":         func(o Options) (Scheme, error) { return NewIntercom(o) },
+	"linear":           func(o Options) (Scheme, error) { return NewLinear(o) },
+	"meta":             func(o Options) (Scheme, error) { return NewMeta(o) },
+	"paddle":           func(o Options) (Scheme, error) { return NewPaddle(o) },
+	"sendgrid":         func(o Options) (Scheme, error) { return NewSendGrid(o) },
+	"shopify":          func(o Options) (Scheme, error) { return NewShopify(o) },
+	"slack":            func(o Options) (Scheme, error) { return NewSlack(o) },
+	"square":           func(o Options) (Scheme, error) { return NewSquare(o) },
+	"standardwebhooks": func(o Options) (Scheme, error) { return NewStandardWebhooks(o) },
+	"stripe":           func(o Options) (Scheme, error) { return NewStripe(o) },
+	"twilio":           func(o Options) (Scheme, error) { return NewTwilio(o) },
+	"twitch":           func(o Options) (Scheme, error) { return NewTwitch(o) },
+	"zoom":             func(o Options) (Scheme, error) { return NewZoom(o) },
 }
 
 // New returns the scheme of the given kind.

@@ -1,0 +1,388 @@
+package signature
+
+import (
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf8"
+)
+
+// Headers of HubSpot's v3 request signature.
+const (
+	// HubSpotSignatureHeader carries base64(HMAC-SHA256(client secret,
+	// method + URI + body + timestamp)).
+	HubSpotSignatureHeader = "X-HubSpot-Signature-v3"
+	// HubSpotTimestampHeader carries the signing time in unix milliseconds.
+	HubSpotTimestampHeader = "X-HubSpot-Request-Timestamp"
+)
+
+// The header names as net/http stores them, so that lookups need not
+// canonicalize (and allocate) on every request.
+var (
+	hubspotSigKey = http.CanonicalHeaderKey(HubSpotSignatureHeader)
+	hubspotTSKey  = http.CanonicalHeaderKey(HubSpotTimestampHeader)
+)
+
+// HubSpot verifies HubSpot's v3 request signature: an HMAC-SHA256 keyed with
+// the app's client secret over method + URI + body + timestamp, base64 in
+// X-HubSpot-Signature-v3, with the timestamp (unix milliseconds) in
+// X-HubSpot-Request-Timestamp. The URI is the configured public URL plus
+// "?" and the query as sent, with the twelve percent-encodings HubSpot
+// lists (%3A : %2F / %3F ? %40 @ %21 ! %24 $ %27 ' %28 ( %29 ) %2A * %2C ,
+// %3B ;) decoded, in either hex case, and no other. The v1 and v2 headers
+// HubSpot still sends are ignored: they carry no timestamp and are never a
+// fallback.
+//
+// One delivery carries a JSON array of events; Split returns one identity
+// per event.
+type HubSpot struct {
+	uri       []byte // o.URL, decoded as HubSpot decodes it
+	tolerance time.Duration
+}
+
+var (
+	_ Scheme   = (*HubSpot)(nil)
+	_ Splitter = (*HubSpot)(nil)
+	_ Signer   = (*HubSpot)(nil)
+)
+
+// NewHubSpot returns the HubSpot v3 scheme for the public URL o.URL, which
+// is required: an absolute http(s) URL without query or fragment (the
+// query is taken from each request). The tolerance defaults to the five
+// minutes HubSpot documents; options the scheme does not use are refused.
+func NewHubSpot(o Options) (*HubSpot, error) {
+	if o.Tolerance < 0 {
+		return nil, fmt.Errorf("signature: hubspot: negative tolerance %s", o.Tolerance)
+	}
+	if o.HMAC != (HMACOptions{}) {
+		return nil, fmt.Errorf("signature: hubspot: HMAC options do not apply")
+	}
+	if err := hubspotCheckURL(o.URL); err != nil {
+		return nil, fmt.Errorf("signature: hubspot: URL: %w", err)
+	}
+	tol := o.Tolerance
+	if tol == 0 {
+		tol = DefaultTolerance
+	}
+	return &HubSpot{uri: []byte(hubspotDecode(o.URL)), tolerance: tol}, nil
+}
+
+// Verify implements Scheme. The timestamp is checked before the MAC, both
+// ways: older than the tolerance is ErrTooOld, further ahead is ErrTooNew.
+// An empty r.Method is taken as POST, the only method HubSpot webhooks use.
+func (s *HubSpot) Verify(r Request, secrets [][]byte, now time.Time) error {
+	v, err := header(r.Header, hubspotSigKey)
+	if err != nil {
+		return err
+	}
+	sig, ok := decodeBase64(v, sha256.Size)
+	if !ok {
+		return fmt.Errorf("%w: %s is not a base64 SHA-256", ErrMalformedHeader, HubSpotSignatureHeader)
+	}
+	tsRaw, ts, err := hubspotTimestamp(r.Header)
+	if err != nil {
+		return err
+	}
+	if err := checkTimestamp(ts, now, s.tolerance); err != nil {
+		return err
+	}
+	return matchAny(secrets, [][]byte{sig}, func(secret []byte) []byte {
+		return s.mac(secret, r, tsRaw)
+	})
+}
+
+// hubspotCheckURL accepts an absolute http(s) URL with a host and no query,
+// fragment or user info: the scheme appends each request's own query.
+func hubspotCheckURL(raw string) error {
+	if raw == "" {
+		return errors.New("required (the public URL HubSpot calls)")
+	}
+	u, err := url.Parse(raw)
+	switch {
+	case err != nil:
+		return err
+	case u.Scheme != "https" && u.Scheme != "http":
+		return fmt.Errorf("%q is not an http(s) URL", raw)
+	case u.Host == "" || u.Opaque != "":
+		return fmt.Errorf("%q has no host", raw)
+	case u.User != nil:
+		return fmt.Errorf("%q has user info", raw)
+	case u.RawQuery != "" || u.ForceQuery:
+		return fmt.Errorf("%q has a query (it comes from each request)", raw)
+	case u.Fragment != "" || strings.Contains(raw, "#"):
+		return fmt.Errorf("%q has a fragment", raw)
+	}
+	return nil
+}
+
+// hubspotTimestamp reads the millisecond timestamp: ASCII digits only, no
+// leading zero (the MAC covers the text as sent, so one instant has one
+// spelling), at most 16 digits (year 318857; anything longer is noise).
+func hubspotTimestamp(h http.Header) (string, time.Time, error) {
+	raw, err := header(h, hubspotTSKey)
+	if err != nil {
+		return "", time.Time{}, fmt.Errorf("%w: %s: %v", ErrMalformedHeader, HubSpotTimestampHeader, err)
+	}
+	if len(raw) == 0 || len(raw) > 16 || len(raw) > 1 && raw[0] == '0' {
+		return "", time.Time{}, fmt.Errorf("%w: %s is not unix milliseconds", ErrMalformedHeader, HubSpotTimestampHeader)
+	}
+	var ms int64
+	for i := 0; i < len(raw); i++ {
+		c := raw[i]
+		if c < '0' || c > '9' {
+			return "", time.Time{}, fmt.Errorf("%w: %s is not unix milliseconds", ErrMalformedHeader, HubSpotTimestampHeader)
+		}
+		ms = ms*10 + int64(c-'0')
+	}
+	return raw, time.UnixMilli(ms), nil
+}
+
+// mac writes method, URI, body and timestamp into the MAC in order.
+func (s *HubSpot) mac(secret []byte, r Request, ts string) []byte {
+	m := hmac.New(sha256.New, secret)
+	if r.Method == "" || r.Method == http.MethodPost {
+		m.Write(hubspotPost)
+	} else {
+		m.Write([]byte(r.Method))
+	}
+	m.Write(s.uri)
+	if r.RawQuery != "" {
+		m.Write(hubspotQuestionMark)
+		m.Write([]byte(hubspotDecode(r.RawQuery)))
+	}
+	m.Write(r.Body)
+	m.Write([]byte(ts))
+	return m.Sum(nil)
+}
+
+var (
+	hubspotPost         = []byte(http.MethodPost)
+	hubspotQuestionMark = []byte{'?'}
+)
+
+// hubspotDecode decodes exactly the percent-encodings HubSpot's v3
+// instructions list, and leaves every other escape as sent.
+func hubspotDecode(s string) string {
+	i := strings.IndexByte(s, '%')
+	if i < 0 {
+		return s
+	}
+	var b strings.Builder
+	b.Grow(len(s))
+	b.WriteString(s[:i])
+	for ; i < len(s); i++ {
+		if s[i] == '%' && i+2 < len(s) {
+			if c, ok := hubspotUnescape(s[i+1], s[i+2]); ok {
+				b.WriteByte(c)
+				i += 2
+				continue
+			}
+		}
+		b.WriteByte(s[i])
+	}
+	return b.String()
+}
+
+// hubspotUnescape maps the two hex digits of a listed escape to its byte.
+func hubspotUnescape(h, l byte) (byte, bool) {
+	if l >= 'a' && l <= 'f' {
+		l -= 'a' - 'A'
+	}
+	switch h {
+	case '2':
+		switch l {
+		case 'F':
+			return '/', true
+		case '1':
+			return '!', true
+		case '4':
+			return '$', true
+		case '7':
+			return '\'', true
+		case '8':
+			return '(', true
+		case '9':
+			return ')', true
+		case 'A':
+			return '*', true
+		case 'C':
+			return ',', true
+		}
+	case '3':
+		switch l {
+		case 'A':
+			return ':', true
+		case 'F':
+			return '?', true
+		case 'B':
+			return ';', true
+		}
+	case '4':
+		if l == '0' {
+			return '@', true
+		}
+	}
+	return 0, false
+}
+
+var hubspotFields = []string{"eventId", "subscriptionId", "portalId", "subscriptionType", "occurredAt", "attemptNumber"}
+
+// Split implements Splitter. The body must be a non-empty JSON array of
+// objects. HubSpot documents eventId as "not guaranteed to be unique", so
+// the dedupe key is portalId/subscriptionId/eventId (all three required
+// integers): one event notified to one subscription of one portal, which
+// HubSpot's retries repeat with only attemptNumber changed. Type is
+// subscriptionType, Created occurredAt (unix ms, optional), Payload the
+// event's own bytes (a sub-slice of r.Body), and Attributes carry
+// portal_id and, when present, attempt_number. One bad event fails the
+// delivery.
+func (s *HubSpot) Split(r Request) ([]Identity, error) {
+	out := make([]Identity, 0, 4)
+	var f [6][]byte
+	err := hubspotObjects(r.Body, hubspotFields, f[:], func(elem []byte) error {
+		id, err := hubspotEvent(elem, f[:])
+		if err != nil {
+			return err
+		}
+		out = append(out, id)
+		return nil
+	})
+	switch {
+	case errors.Is(err, ErrInvalidPayload):
+		return nil, err
+	case err != nil:
+		return nil, fmt.Errorf("%w: hubspot: body is not a JSON array of objects", ErrInvalidPayload)
+	case len(out) == 0:
+		return nil, fmt.Errorf("%w: hubspot: no events", ErrInvalidPayload)
+	}
+	return out, nil
+}
+
+// hubspotObjects validates body as a JSON array of objects in one pass:
+// for every element it fills fields with the raw values of keys at the
+// element's top level (nil when absent, the last occurrence winning, as
+// jsonFields does) and calls each with the element's bytes. SendGrid's
+// deliveries have the same shape.
+func hubspotObjects(body []byte, keys []string, fields [][]byte, each func(elem []byte) error) error {
+	s := scanner{b: body}
+	s.ws()
+	if s.i >= len(s.b) || s.b[s.i] != '[' {
+		return errJSON
+	}
+	s.i++
+	s.ws()
+	if s.i < len(s.b) && s.b[s.i] == ']' {
+		s.i++
+		return s.end()
+	}
+	for {
+		s.ws()
+		if s.i >= len(s.b) || s.b[s.i] != '{' {
+			return errJSON
+		}
+		start := s.i
+		clear(fields)
+		if err := s.object(1, keys, fields); err != nil {
+			return err
+		}
+		if err := each(s.b[start:s.i]); err != nil {
+			return err
+		}
+		s.ws()
+		if s.i >= len(s.b) {
+			return errJSON
+		}
+		switch s.b[s.i] {
+		case ',':
+			s.i++
+		case ']':
+			s.i++
+			return s.end()
+		default:
+			return errJSON
+		}
+	}
+}
+
+// hubspotEvent reads one event from the values of hubspotFields.
+func hubspotEvent(elem []byte, f [][]byte) (Identity, error) {
+	var ids [3]int64
+	for i, name := range hubspotFields[:3] {
+		n, ok := hubspotUint(f[i])
+		if !ok {
+			return Identity{}, fmt.Errorf("%w: hubspot: %s is not a non-negative integer", ErrInvalidPayload, name)
+		}
+		ids[i] = n
+	}
+	typ, ok := jsonString(f[3])
+	if !ok || typ == "" || len(typ) > hmacMaxID || !utf8.ValidString(typ) {
+		return Identity{}, fmt.Errorf("%w: hubspot: missing subscriptionType", ErrInvalidPayload)
+	}
+	var buf [3*20 + 2]byte
+	b := strconv.AppendInt(buf[:0], ids[2], 10)
+	n := len(b)
+	b = strconv.AppendInt(append(b, '/'), ids[1], 10)
+	b = strconv.AppendInt(append(b, '/'), ids[0], 10)
+	id := string(b)
+	out := Identity{ID: id, Type: typ, Payload: elem}
+	if len(f[4]) > 0 && string(f[4]) != "null" {
+		ms, ok := hubspotUint(f[4])
+		if !ok {
+			return Identity{}, fmt.Errorf("%w: hubspot: occurredAt is not unix milliseconds", ErrInvalidPayload)
+		}
+		out.Created = time.UnixMilli(ms).UTC()
+	}
+	if attempt, ok := hubspotUint(f[5]); ok {
+		out.Attributes = map[string]string{"portal_id": id[:n], "attempt_number": strconv.FormatInt(attempt, 10)}
+	} else {
+		out.Attributes = map[string]string{"portal_id": id[:n]}
+	}
+	return out, nil
+}
+
+// hubspotUint reads a JSON integer that is not negative.
+func hubspotUint(raw []byte) (int64, bool) {
+	if len(raw) == 0 || raw[0] < '0' || raw[0] > '9' {
+		return 0, false
+	}
+	return jsonInt(raw)
+}
+
+// Identify implements Scheme for a delivery of exactly one event; ingest
+// uses Split, which accepts any number.
+func (s *HubSpot) Identify(r Request) (Identity, error) {
+	ids, err := s.Split(r)
+	if err != nil {
+		return Identity{}, err
+	}
+	if len(ids) != 1 {
+		return Identity{}, fmt.Errorf("%w: hubspot: %d events in one delivery (use Split)", ErrInvalidPayload, len(ids))
+	}
+	return ids[0], nil
+}
+
+// Sign implements Signer: it sets X-HubSpot-Request-Timestamp to now in
+// unix milliseconds and X-HubSpot-Signature-v3 for r's method, query and
+// body.
+func (s *HubSpot) Sign(r *Request, key []byte, now time.Time) error {
+	if len(key) == 0 {
+		return ErrNoSecret
+	}
+	if now.UnixMilli() < 0 {
+		return fmt.Errorf("signature: hubspot: cannot sign a time before 1970")
+	}
+	if r.Header == nil {
+		r.Header = http.Header{}
+	}
+	ts := strconv.FormatInt(now.UnixMilli(), 10)
+	r.Header.Set(HubSpotTimestampHeader, ts)
+	r.Header.Set(HubSpotSignatureHeader, base64.StdEncoding.EncodeToString(s.mac(key, *r, ts)))
+	return nil
+}

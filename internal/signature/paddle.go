@@ -1,0 +1,198 @@
+package signature
+
+import (
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// PaddleHeader is the header carrying Paddle Billing's signature.
+const PaddleHeader = "Paddle-Signature"
+
+// PaddleMaxID bounds the event_id used as the dedupe key.
+const PaddleMaxID = 512
+
+// paddleMaxSigs bounds the h1 values one header may carry.
+const paddleMaxSigs = 8
+
+// Paddle verifies Paddle Billing's `Paddle-Signature: ts=<unix>;h1=<hex>`:
+// an HMAC-SHA256, keyed with the notification destination's whole secret
+// ("pdl_ntfset_…"), over "<ts>:<body>". Several h1 values may be sent while
+// a secret is rotated; any may match. Other keys (h2, …) are ignored, never
+// a fallback.
+//
+// Tolerance: Paddle's SDKs refuse a ts older than 5 seconds
+// (MAX_VALID_TIME_DIFFERENCE in paddle-node-sdk
+// src/notifications/helpers/webhooks-validator.ts, maximum_variance in
+// paddle-python-sdk paddle_billing/Notifications/Verifier.py) and do not
+// check the future; Paddle's documentation states no window. The default
+// here is DefaultTolerance (5 minutes) in both directions: 5 seconds is
+// shorter than a Lambda cold start plus ordinary clock skew, and a replay
+// inside the window is absorbed by the event_id dedupe key (R9). Set
+// Options.Tolerance to 5*time.Second for the SDKs' behaviour.
+type Paddle struct {
+	tolerance time.Duration
+}
+
+var (
+	_ Scheme = (*Paddle)(nil)
+	_ Signer = (*Paddle)(nil)
+)
+
+// NewPaddle returns the Paddle Billing scheme. Setting o.URL or o.HMAC is an
+// error: the scheme uses neither.
+func NewPaddle(o Options) (*Paddle, error) {
+	if o.Tolerance < 0 {
+		return nil, fmt.Errorf("signature: paddle: negative tolerance %s", o.Tolerance)
+	}
+	if o.URL != "" {
+		return nil, errors.New("signature: paddle: the scheme does not sign a URL; remove url")
+	}
+	if o.HMAC != (HMACOptions{}) {
+		return nil, errors.New("signature: paddle: hmac options apply only to the hmac kind")
+	}
+	tol := o.Tolerance
+	if tol == 0 {
+		tol = DefaultTolerance
+	}
+	return &Paddle{tolerance: tol}, nil
+}
+
+// Verify implements Scheme.
+func (p *Paddle) Verify(r Request, secrets [][]byte, now time.Time) error {
+	h, err := header(r.Header, PaddleHeader)
+	if err != nil {
+		return err
+	}
+	var (
+		tsRaw string
+		seenT bool
+		sigs  [paddleMaxSigs][sha256.Size]byte
+		n     int
+		src   [2 * sha256.Size]byte
+	)
+	for part := range strings.SplitSeq(h, ";") {
+		k, v, ok := strings.Cut(part, "=")
+		if !ok {
+			return fmt.Errorf("%w: pair without '='", ErrMalformedHeader)
+		}
+		switch k {
+		case "ts":
+			if seenT {
+				return fmt.Errorf("%w: repeated ts", ErrMalformedHeader)
+			}
+			seenT, tsRaw = true, v
+		case "h1":
+			if len(v) != hex.EncodedLen(sha256.Size) {
+				continue // cannot match; other h1 values may
+			}
+			var d [sha256.Size]byte
+			if _, err := hex.Decode(d[:], src[:copy(src[:], v)]); err != nil {
+				continue
+			}
+			if n == len(sigs) {
+				return fmt.Errorf("%w: more than %d h1 signatures", ErrMalformedHeader, paddleMaxSigs)
+			}
+			sigs[n] = d
+			n++
+		}
+	}
+	ts, ok := parseUnix(tsRaw)
+	// The HMAC covers ts as sent; Paddle writes the canonical decimal, so a
+	// leading zero is refused: one timestamp, one signed string.
+	if !ok || (len(tsRaw) > 1 && tsRaw[0] == '0') {
+		return fmt.Errorf("%w: bad ts", ErrMalformedHeader)
+	}
+	if n == 0 {
+		return fmt.Errorf("%w: no h1 signature", ErrNoMatch)
+	}
+	if err := checkTimestamp(ts, now, p.tolerance); err != nil {
+		return err
+	}
+	var prefix [13]byte // ≤12 digits and ':'
+	pre := append(append(prefix[:0], tsRaw...), ':')
+	var sum [sha256.Size]byte
+	usable := false
+	for _, secret := range secrets {
+		if len(secret) == 0 {
+			continue // an empty key is public: anyone could sign with it
+		}
+		usable = true
+		mac := hmac.New(sha256.New, secret)
+		mac.Write(pre)
+		mac.Write(r.Body)
+		mac.Sum(sum[:0])
+		for i := range n {
+			if hmac.Equal(sum[:], sigs[i][:]) {
+				return nil
+			}
+		}
+	}
+	if !usable {
+		return ErrNoSecret
+	}
+	return ErrNoMatch
+}
+
+var paddleFields = []string{"event_id", "event_type", "occurred_at", "notification_id"}
+
+// Identify implements Scheme: ID is the body's event_id, which Paddle keeps
+// across retries of one event; Type is event_type; Created is occurred_at
+// (RFC 3339). The notification_id, which names one delivery of the event to
+// one destination, is kept as Attributes["notification_id"].
+func (p *Paddle) Identify(r Request) (Identity, error) {
+	var f [4][]byte
+	if err := jsonFields(r.Body, paddleFields, f[:]); err != nil {
+		return Identity{}, fmt.Errorf("%w: paddle: body is not a JSON object", ErrInvalidPayload)
+	}
+	id, ok := jsonString(f[0])
+	if !ok || id == "" || len(id) > PaddleMaxID {
+		return Identity{}, fmt.Errorf("%w: paddle: missing or unusable event_id", ErrInvalidPayload)
+	}
+	typ, ok := jsonString(f[1])
+	if !ok || typ == "" {
+		return Identity{}, fmt.Errorf("%w: paddle: missing event_type", ErrInvalidPayload)
+	}
+	out := Identity{ID: id, Type: typ}
+	if len(f[2]) > 0 && string(f[2]) != "null" {
+		s, ok := jsonString(f[2])
+		if !ok {
+			return Identity{}, fmt.Errorf("%w: paddle: occurred_at is not a string", ErrInvalidPayload)
+		}
+		c, err := time.Parse(time.RFC3339Nano, s)
+		if err != nil {
+			return Identity{}, fmt.Errorf("%w: paddle: occurred_at: %v", ErrInvalidPayload, err)
+		}
+		out.Created = c
+	}
+	if ntf, ok := jsonString(f[3]); ok && ntf != "" {
+		out.Attributes = map[string]string{"notification_id": ntf}
+	}
+	return out, nil
+}
+
+// SignPaddle returns a Paddle-Signature value for body signed at t with
+// secret, as Paddle sends it.
+func SignPaddle(body, secret []byte, t time.Time) string {
+	ts := strconv.FormatInt(t.Unix(), 10)
+	mac := hmac.New(sha256.New, secret)
+	mac.Write([]byte(ts))
+	mac.Write([]byte{':'})
+	mac.Write(body)
+	return "ts=" + ts + ";h1=" + hex.EncodeToString(mac.Sum(nil))
+}
+
+// Sign implements Signer: it sets Paddle-Signature for r's body.
+func (p *Paddle) Sign(r *Request, key []byte, now time.Time) error {
+	if r.Header == nil {
+		r.Header = http.Header{}
+	}
+	r.Header.Set(PaddleHeader, SignPaddle(r.Body, key, now))
+	return nil
+}

@@ -1,0 +1,482 @@
+package signature
+
+import (
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"strconv"
+	"time"
+	"unicode/utf8"
+)
+
+// Headers of a Slack request. Slack signs every request it sends to an app
+// (Events API, slash commands, interactivity) the same way.
+const (
+	// SlackSignatureHeader carries "v0=" + hex(HMAC-SHA256(signing secret,
+	// "v0:" + timestamp + ":" + body)).
+	SlackSignatureHeader = "X-Slack-Signature"
+	// SlackTimestampHeader carries the unix seconds the signature covers.
+	SlackTimestampHeader = "X-Slack-Request-Timestamp"
+	// SlackRetryNumHeader numbers an Events API redelivery (1, 2, 3). It is
+	// not signed and never part of the dedupe key; Identify keeps it as the
+	// attribute "retry_num".
+	SlackRetryNumHeader = "X-Slack-Retry-Num"
+	// SlackRetryReasonHeader says why Slack redelivered (http_timeout,
+	// http_error, …); Identify keeps it as the attribute "retry_reason".
+	SlackRetryReasonHeader = "X-Slack-Retry-Reason"
+)
+
+// slackMaxID is the longest identity (event id or type) accepted: ids
+// become DynamoDB key parts, and no provider sends anything near it.
+const slackMaxID = 512
+
+// Slack verifies Slack's v0 request signatures and reads the identity of
+// Events API envelopes, slash commands and interactivity payloads.
+//
+// Identity rules, per body:
+//   - Events API JSON (type "event_callback"): ID is the body's event_id,
+//     which Slack keeps across its retries; Type is event.type (else the
+//     top-level type); Created is event_time. An event_callback without an
+//     event_id is refused: Slack has sent one for years, and no field set
+//     without it is stable and unique. Any other envelope type that carries
+//     an event_id is keyed the same way.
+//   - "app_rate_limited" carries no event id: ID is "app_rate_limited:" +
+//     team_id + ":" + minute_rate_limited (Created is that minute). The
+//     notice is about one team and one minute, so a repeat of it is the
+//     same fact and may collapse into one event.
+//   - "url_verification" is a handshake (see Handshake), never stored:
+//     Identify refuses it.
+//   - Form-encoded slash commands: ID is trigger_id (unique per invocation),
+//     Type is the command ("/deploy").
+//   - Form-encoded interactivity (payload=<JSON>): ID is the payload's
+//     trigger_id; payloads without one (view_closed, block_suggestion) use
+//     "sha256:" + hex SHA-256 of the raw body. Slack never retries
+//     interactive or slash-command requests, so the only possible repeat of
+//     such a request is a byte-identical replay, which the hash catches.
+//     Type is the payload's type ("block_actions").
+//
+// Retry headers become the attributes "retry_num" and "retry_reason".
+type Slack struct {
+	v0 slackV0
+}
+
+var (
+	_ Scheme     = (*Slack)(nil)
+	_ Handshaker = (*Slack)(nil)
+	_ Signer     = (*Slack)(nil)
+)
+
+// NewSlack returns the Slack scheme. The tolerance defaults to Slack's
+// documented five minutes; a URL or generic-HMAC settings are refused.
+func NewSlack(o Options) (*Slack, error) {
+	if err := slackCheckOptions("slack", o); err != nil {
+		return nil, err
+	}
+	return &Slack{v0: slackV0{
+		sigHeader: SlackSignatureHeader,
+		tsHeader:  SlackTimestampHeader,
+		tolerance: slackTolerance(o, DefaultTolerance),
+	}}, nil
+}
+
+// Verify implements Scheme: the v0 signature over the raw body must match
+// one of secrets, and X-Slack-Request-Timestamp must lie within the
+// tolerance around now in either direction.
+func (s *Slack) Verify(r Request, secrets [][]byte, now time.Time) error {
+	return s.v0.verify(r, secrets, now)
+}
+
+// Handshake implements Handshaker: a url_verification body is answered
+// with 200 and its challenge as text/plain, the first form Slack's
+// url_verification page documents. Other bodies are not handshakes (ok is
+// false). The signature is checked again (without the clock, which
+// Handshake does not receive), so a wiring mistake cannot turn the
+// endpoint into an echo of unsigned challenges; it is checked only for
+// handshakes, so ordinary events are not hashed twice.
+func (s *Slack) Handshake(r Request, secrets [][]byte) (Reply, bool, error) {
+	if !slackIsJSON(r.Body) {
+		return Reply{}, false, nil
+	}
+	var f [2][]byte
+	if err := jsonFields(r.Body, slackHandshakeFields, f[:]); err != nil {
+		return Reply{}, false, nil // not JSON: Identify reports it
+	}
+	if typ, _ := jsonString(f[0]); typ != "url_verification" {
+		return Reply{}, false, nil
+	}
+	if err := s.v0.recheck(r, secrets); err != nil {
+		return Reply{}, false, err
+	}
+	challenge, ok := jsonString(f[1])
+	if !ok || challenge == "" {
+		return Reply{}, false, fmt.Errorf("%w: slack: url_verification without a challenge", ErrInvalidPayload)
+	}
+	return Reply{Status: http.StatusOK, ContentType: "text/plain", Body: []byte(challenge)}, true, nil
+}
+
+var slackHandshakeFields = []string{"type", "challenge"}
+
+// Identify implements Scheme, following the rules in the type's comment.
+func (s *Slack) Identify(r Request) (Identity, error) {
+	var (
+		id  Identity
+		err error
+	)
+	if slackIsJSON(r.Body) {
+		id, err = slackIdentifyJSON(r.Body)
+	} else {
+		id, err = slackIdentifyForm(r.Body)
+	}
+	if err != nil {
+		return Identity{}, err
+	}
+	if !slackValidID(id.ID) || !slackValidID(id.Type) {
+		return Identity{}, fmt.Errorf("%w: slack: id or type empty, too long or not UTF-8", ErrInvalidPayload)
+	}
+	id.Attributes = slackRetryAttributes(r.Header)
+	return id, nil
+}
+
+var slackFields = []string{"type", "event_id", "event_time", "event", "team_id", "minute_rate_limited"}
+
+var slackTypeField = []string{"type"}
+
+func slackIdentifyJSON(body []byte) (Identity, error) {
+	var f [6][]byte
+	if err := jsonFields(body, slackFields, f[:]); err != nil {
+		return Identity{}, fmt.Errorf("%w: slack: body is not a JSON object", ErrInvalidPayload)
+	}
+	// Nearly every body is an event_callback: recognize it without copying.
+	typ := "event_callback"
+	if string(f[0]) != `"event_callback"` {
+		t, ok := jsonString(f[0])
+		if !ok || t == "" {
+			return Identity{}, fmt.Errorf("%w: slack: missing type", ErrInvalidPayload)
+		}
+		typ = t
+	}
+	switch typ {
+	case "url_verification":
+		return Identity{}, fmt.Errorf("%w: slack: url_verification is a handshake, not an event", ErrInvalidPayload)
+	case "app_rate_limited":
+		team, ok := jsonString(f[4])
+		minute, okMin := jsonInt(f[5])
+		if !ok || team == "" || !okMin || minute < 0 {
+			return Identity{}, fmt.Errorf("%w: slack: app_rate_limited without team_id or minute_rate_limited", ErrInvalidPayload)
+		}
+		return Identity{
+			ID:      "app_rate_limited:" + team + ":" + strconv.FormatInt(minute, 10),
+			Type:    typ,
+			Created: time.Unix(minute, 0),
+		}, nil
+	}
+	eventID, ok := jsonString(f[1])
+	if !ok || eventID == "" {
+		return Identity{}, fmt.Errorf("%w: slack: %s without event_id", ErrInvalidPayload, typ)
+	}
+	out := Identity{ID: eventID, Type: typ}
+	if ev := f[3]; len(ev) > 0 && ev[0] == '{' {
+		var inner [1][]byte
+		if jsonFields(ev, slackTypeField, inner[:]) == nil {
+			if t, ok := jsonString(inner[0]); ok && t != "" {
+				out.Type = t
+			}
+		}
+	}
+	if raw := f[2]; raw != nil && string(raw) != "null" {
+		sec, ok := jsonInt(raw)
+		if !ok || sec < 0 {
+			return Identity{}, fmt.Errorf("%w: slack: event_time is not unix seconds", ErrInvalidPayload)
+		}
+		out.Created = time.Unix(sec, 0)
+	}
+	return out, nil
+}
+
+var slackPayloadFields = []string{"type", "trigger_id"}
+
+// slackIdentifyForm reads slash commands and interactivity payloads. Every
+// field it uses must appear exactly once: a repeated key is ambiguous.
+func slackIdentifyForm(body []byte) (Identity, error) {
+	q, err := url.ParseQuery(string(body))
+	if err != nil {
+		return Identity{}, fmt.Errorf("%w: slack: body is neither JSON nor a form", ErrInvalidPayload)
+	}
+	if p, ok := q["payload"]; ok {
+		if len(p) != 1 {
+			return Identity{}, fmt.Errorf("%w: slack: %d payload fields", ErrInvalidPayload, len(p))
+		}
+		var f [2][]byte
+		if err := jsonFields([]byte(p[0]), slackPayloadFields, f[:]); err != nil {
+			return Identity{}, fmt.Errorf("%w: slack: interactivity payload is not a JSON object", ErrInvalidPayload)
+		}
+		typ, ok := jsonString(f[0])
+		if !ok || typ == "" {
+			return Identity{}, fmt.Errorf("%w: slack: interactivity payload without type", ErrInvalidPayload)
+		}
+		if trigger, ok := jsonString(f[1]); ok && trigger != "" {
+			return Identity{ID: trigger, Type: typ}, nil
+		}
+		sum := sha256.Sum256(body)
+		return Identity{ID: "sha256:" + hex.EncodeToString(sum[:]), Type: typ}, nil
+	}
+	cmd, trigger := q["command"], q["trigger_id"]
+	if len(cmd) != 1 || len(trigger) != 1 || cmd[0] == "" || trigger[0] == "" {
+		return Identity{}, fmt.Errorf("%w: slack: form is neither a slash command nor an interactivity payload", ErrInvalidPayload)
+	}
+	return Identity{ID: trigger[0], Type: cmd[0]}, nil
+}
+
+// slackRetryAttributes keeps Slack's retry headers; they are not signed, so
+// only short UTF-8 values are kept, and nil is returned when there are none
+// (most deliveries), which costs no allocation.
+func slackRetryAttributes(h http.Header) map[string]string {
+	// Request.Header holds canonical names, so the map is read directly.
+	num, reason := slackFirst(h[SlackRetryNumHeader]), slackFirst(h[SlackRetryReasonHeader])
+	if num == "" && reason == "" {
+		return nil
+	}
+	var m map[string]string
+	for _, kv := range [2][2]string{{"retry_num", num}, {"retry_reason", reason}} {
+		if v := kv[1]; v != "" && len(v) <= 64 && utf8.ValidString(v) {
+			if m == nil {
+				m = make(map[string]string, 2)
+			}
+			m[kv[0]] = v
+		}
+	}
+	return m
+}
+
+// slackFirst is the first of a header's values, "" when there is none.
+func slackFirst(vs []string) string {
+	if len(vs) == 0 {
+		return ""
+	}
+	return vs[0]
+}
+
+// Sign implements Signer: it sets X-Slack-Request-Timestamp to now and
+// X-Slack-Signature for r's body under key.
+func (s *Slack) Sign(r *Request, key []byte, now time.Time) error {
+	return s.v0.sign(r, key, now)
+}
+
+// slackIsJSON reports whether body is meant as JSON (its first non-space
+// byte opens an object); anything else is read as a form. Slack's
+// Content-Type is not needed, and a wrong one cannot make a JSON body
+// parse as a form.
+func slackIsJSON(body []byte) bool {
+	for _, c := range body {
+		switch c {
+		case ' ', '\t', '\n', '\r':
+		default:
+			return c == '{'
+		}
+	}
+	return false
+}
+
+// slackValidID reports whether s can be an identity part: non-empty, at
+// most slackMaxID bytes, valid UTF-8 (DynamoDB strings must be).
+func slackValidID(s string) bool {
+	return s != "" && len(s) <= slackMaxID && utf8.ValidString(s)
+}
+
+// slackV0 is the "v0" scheme Slack introduced and Zoom adopted unchanged:
+// sigHeader = "v0=" + hex(HMAC-SHA256(secret, "v0:" + ts + ":" + body)),
+// ts being the unix seconds in tsHeader.
+type slackV0 struct {
+	sigHeader, tsHeader string
+	tolerance           time.Duration
+}
+
+// parse reads the timestamp (raw, as the MAC covers it, and as a time) and
+// the signature. A version other than v0 is ErrNoMatch: no other version
+// exists, and none is ever tried instead.
+func (v *slackV0) parse(h http.Header, sig *[sha256.Size]byte) (tsRaw string, ts time.Time, err error) {
+	sigRaw, err := header(h, v.sigHeader)
+	if err != nil {
+		return "", time.Time{}, err
+	}
+	tsRaw, err = header(h, v.tsHeader)
+	if err != nil {
+		if errors.Is(err, ErrNotSigned) {
+			return "", time.Time{}, fmt.Errorf("%w: %s without %s", ErrMalformedHeader, v.sigHeader, v.tsHeader)
+		}
+		return "", time.Time{}, err
+	}
+	ts, ok := slackParseUnix(tsRaw)
+	if !ok {
+		return "", time.Time{}, fmt.Errorf("%w: bad %s", ErrMalformedHeader, v.tsHeader)
+	}
+	ver, hexSig, ok := slackCut(sigRaw, '=')
+	if !ok || ver == "" {
+		return "", time.Time{}, fmt.Errorf("%w: %s has no version", ErrMalformedHeader, v.sigHeader)
+	}
+	if ver != "v0" {
+		return "", time.Time{}, fmt.Errorf("%w: %s version is not v0", ErrNoMatch, v.sigHeader)
+	}
+	if !slackUnhex(sig[:], hexSig) {
+		return "", time.Time{}, fmt.Errorf("%w: %s is not 64 hex digits", ErrMalformedHeader, v.sigHeader)
+	}
+	return tsRaw, ts, nil
+}
+
+func (v *slackV0) verify(r Request, secrets [][]byte, now time.Time) error {
+	var sig [sha256.Size]byte
+	tsRaw, ts, err := v.parse(r.Header, &sig)
+	if err != nil {
+		return err
+	}
+	if err := checkTimestamp(ts, now, v.tolerance); err != nil {
+		return err
+	}
+	return v.match(tsRaw, &sig, r.Body, secrets)
+}
+
+// recheck is verify without the clock, for handshakes.
+func (v *slackV0) recheck(r Request, secrets [][]byte) error {
+	var sig [sha256.Size]byte
+	tsRaw, _, err := v.parse(r.Header, &sig)
+	if err != nil {
+		return err
+	}
+	return v.match(tsRaw, &sig, r.Body, secrets)
+}
+
+func (v *slackV0) match(tsRaw string, sig *[sha256.Size]byte, body []byte, secrets [][]byte) error {
+	// One scratch allocation (the hash's interface makes both escape):
+	// the prefix "v0:" + at most 12 digits (slackParseUnix) + ":", and
+	// the sum.
+	buf := new([16 + sha256.Size]byte)
+	pre, sum := buf[:16], buf[16:]
+	n := copy(pre, "v0:")
+	n += copy(pre[n:], tsRaw)
+	pre[n] = ':'
+	n++
+	usable := false
+	for _, secret := range secrets {
+		if len(secret) == 0 {
+			continue // an empty key is public: anyone could sign with it
+		}
+		usable = true
+		m := hmac.New(sha256.New, secret)
+		m.Write(pre[:n])
+		m.Write(body)
+		if hmac.Equal(m.Sum(sum[:0]), sig[:]) {
+			return nil
+		}
+	}
+	if !usable {
+		return ErrNoSecret
+	}
+	return ErrNoMatch
+}
+
+func (v *slackV0) sign(r *Request, key []byte, now time.Time) error {
+	if len(key) == 0 {
+		return ErrNoSecret
+	}
+	ts, err := slackFormatUnix(now)
+	if err != nil {
+		return err
+	}
+	m := hmac.New(sha256.New, key)
+	m.Write([]byte("v0:" + ts + ":"))
+	m.Write(r.Body)
+	if r.Header == nil {
+		r.Header = http.Header{}
+	}
+	r.Header.Set(v.tsHeader, ts)
+	r.Header.Set(v.sigHeader, "v0="+hex.EncodeToString(m.Sum(nil)))
+	return nil
+}
+
+// slackParseUnix is parseUnix that also refuses leading zeros: the MAC
+// covers the digits as sent, so one instant has exactly one signed form.
+func slackParseUnix(s string) (time.Time, bool) {
+	if len(s) > 1 && s[0] == '0' {
+		return time.Time{}, false
+	}
+	return parseUnix(s)
+}
+
+// slackFormatUnix is the inverse of slackParseUnix; times it cannot
+// represent are an error rather than a header no verifier accepts.
+func slackFormatUnix(t time.Time) (string, error) {
+	sec := t.Unix()
+	if sec < 0 || sec > 999_999_999_999 {
+		return "", fmt.Errorf("signature: cannot sign at %s: outside unix seconds 0..999999999999", t)
+	}
+	return strconv.FormatInt(sec, 10), nil
+}
+
+// slackTolerance is o.Tolerance, or def when it is zero.
+func slackTolerance(o Options, def time.Duration) time.Duration {
+	if o.Tolerance == 0 {
+		return def
+	}
+	return o.Tolerance
+}
+
+// slackCheckOptions refuses options that mean nothing to the kinds in
+// slack.go, zoom.go, twitch.go, linear.go and discord.go: none signs a URL
+// or is the generic HMAC kind, so such settings are configuration mistakes,
+// better refused at start-up than silently ignored.
+func slackCheckOptions(kind string, o Options) error {
+	if o.Tolerance < 0 {
+		return fmt.Errorf("signature: %s: negative tolerance %s", kind, o.Tolerance)
+	}
+	if o.URL != "" {
+		return fmt.Errorf("signature: %s: the provider does not sign the URL; remove the url option", kind)
+	}
+	if o.HMAC != (HMACOptions{}) {
+		return fmt.Errorf("signature: %s: hmac options apply to the generic hmac kind only", kind)
+	}
+	return nil
+}
+
+// slackCut is strings.Cut for one byte.
+func slackCut(s string, sep byte) (before, after string, found bool) {
+	for i := 0; i < len(s); i++ {
+		if s[i] == sep {
+			return s[:i], s[i+1:], true
+		}
+	}
+	return s, "", false
+}
+
+// slackUnhex decodes exactly 2*len(dst) hex digits (either case) from s
+// into dst without allocating; false for any other length or a non-hex
+// byte, so a bad header is refused before anything is compared.
+func slackUnhex[T string | []byte](dst []byte, s T) bool {
+	if len(s) != 2*len(dst) {
+		return false
+	}
+	for i := range dst {
+		hi, ok1 := slackNibble(s[2*i])
+		lo, ok2 := slackNibble(s[2*i+1])
+		if !ok1 || !ok2 {
+			return false
+		}
+		dst[i] = hi<<4 | lo
+	}
+	return true
+}
+
+func slackNibble(c byte) (byte, bool) {
+	switch {
+	case c >= '0' && c <= '9':
+		return c - '0', true
+	case c >= 'a' && c <= 'f':
+		return c - 'a' + 10, true
+	case c >= 'A' && c <= 'F':
+		return c - 'A' + 10, true
+	}
+	return 0, false
+}
