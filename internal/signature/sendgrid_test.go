@@ -611,8 +611,14 @@ func FuzzSendGridVerify(f *testing.F) {
 }
 
 func FuzzSendGridSplit(f *testing.F) {
+	// The deliveries' first events only: large seeds make the minimizer
+	// crawl.
 	for _, d := range sendgridDeliveries {
-		f.Add([]byte(d.body))
+		var events []json.RawMessage
+		if err := json.Unmarshal([]byte(d.body), &events); err != nil {
+			f.Fatal(err)
+		}
+		f.Add([]byte("[" + string(events[0]) + "]"))
 	}
 	// Length limits are reached through a placeholder: a seed holding a
 	// long run of one byte makes the minimizer crawl for the whole budget.
