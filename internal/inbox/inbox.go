@@ -86,7 +86,12 @@ func ParseKey(s string) (Key, error) {
 	return k, nil
 }
 
-// Validate reports whether the key has a source and an event id.
+// maxKey bounds a rendered key well inside DynamoDB's 2048-byte partition
+// key limit.
+const maxKey = 1024
+
+// Validate reports whether the key has a source and an event id, and fits
+// a DynamoDB key.
 func (k Key) Validate() error {
 	switch {
 	case k.Source == "":
@@ -95,6 +100,8 @@ func (k Key) Validate() error {
 		return errors.New("key: '#' in source or account")
 	case k.EventID == "":
 		return errors.New("key: empty event id")
+	case len(k.Source)+len(k.Account)+len(k.EventID) > maxKey:
+		return errors.New("key: longer than 1024 bytes")
 	}
 	return nil
 }

@@ -284,3 +284,14 @@ func FuzzParseKey(f *testing.F) {
 		}
 	})
 }
+
+func TestValidateKeyLength(t *testing.T) {
+	k := Key{Source: "s", EventID: strings.Repeat("e", 1100)}
+	if err := k.Validate(); err == nil {
+		t.Error("got nil for a key over 1024 bytes, want an error")
+	}
+	k.EventID = strings.Repeat("e", 1000)
+	if err := k.Validate(); err != nil {
+		t.Errorf("got %v for a 1001-byte key, want nil", err)
+	}
+}

@@ -30,10 +30,6 @@ const (
 	GitHubHookIDHeader = "X-Github-Hook-Id"
 )
 
-// githubMaxIdentity bounds an event id or type: it becomes part of a
-// DynamoDB key.
-const githubMaxIdentity = 512
-
 // GitHub verifies `X-Hub-Signature-256: sha256=<hex>`, an HMAC-SHA256 of
 // the raw body keyed with the webhook secret. GitHub signs with one secret,
 // so rotation means configuring the new secret here before GitHub, and any
@@ -132,7 +128,7 @@ func (g *GitHub) Identify(r Request) (Identity, error) {
 	out := Identity{ID: id, Type: typ}
 	if f[0] != nil && string(f[0]) != "null" {
 		action, ok := jsonString(f[0])
-		if !ok || action == "" || len(action) > githubMaxIdentity {
+		if !ok || action == "" || len(action) > MaxIdentity {
 			return Identity{}, fmt.Errorf("%w: github: action is not a string", ErrInvalidPayload)
 		}
 		out.Attributes = map[string]string{"action": action}
@@ -160,8 +156,8 @@ func githubIdentityHeader(h http.Header, name string) (string, error) {
 		return "", fmt.Errorf("%w: missing %s", ErrInvalidPayload, name)
 	case len(vs) > 1:
 		return "", fmt.Errorf("%w: %d %s headers", ErrInvalidPayload, len(vs), name)
-	case len(vs[0]) > githubMaxIdentity:
-		return "", fmt.Errorf("%w: %s longer than %d bytes", ErrInvalidPayload, name, githubMaxIdentity)
+	case len(vs[0]) > MaxIdentity:
+		return "", fmt.Errorf("%w: %s longer than %d bytes", ErrInvalidPayload, name, MaxIdentity)
 	case !githubPrintable(vs[0]):
 		return "", fmt.Errorf("%w: %s is not printable UTF-8", ErrInvalidPayload, name)
 	}

@@ -60,10 +60,6 @@ const (
 // type source.
 const hmacDefaultType = "webhook"
 
-// hmacMaxID bounds an event id: ids become parts of DynamoDB keys, and no
-// provider's id comes near it.
-const hmacMaxID = 512
-
 var (
 	_ Scheme = (*HMAC)(nil)
 	_ Signer = (*HMAC)(nil)
@@ -321,8 +317,8 @@ func (s *HMAC) Identify(r Request) (Identity, error) {
 	if err != nil {
 		return Identity{}, err
 	}
-	if len(id) > hmacMaxID {
-		return Identity{}, fmt.Errorf("%w: hmac: id longer than %d bytes", ErrInvalidPayload, hmacMaxID)
+	if len(id) > MaxIdentity {
+		return Identity{}, fmt.Errorf("%w: hmac: id longer than %d bytes", ErrInvalidPayload, MaxIdentity)
 	}
 	out := Identity{ID: id, Type: hmacDefaultType}
 	if s.typeHeader != "" || s.typePath != nil {

@@ -322,7 +322,7 @@ func hubspotEvent(elem []byte, f [][]byte) (Identity, error) {
 		ids[i] = n
 	}
 	typ, ok := jsonString(f[3])
-	if !ok || typ == "" || len(typ) > hmacMaxID || !utf8.ValidString(typ) {
+	if !ok || typ == "" || len(typ) > MaxIdentity || !utf8.ValidString(typ) {
 		return Identity{}, fmt.Errorf("%w: hubspot: missing subscriptionType", ErrInvalidPayload)
 	}
 	var buf [3*20 + 2]byte

@@ -71,7 +71,7 @@ func (i *Intercom) Identify(r Request) (Identity, error) {
 		}
 	}
 	topic, ok := jsonString(f[2])
-	if !ok || topic == "" || len(topic) > githubMaxIdentity {
+	if !ok || topic == "" || len(topic) > MaxIdentity {
 		return Identity{}, fmt.Errorf("%w: intercom: missing topic", ErrInvalidPayload)
 	}
 	out := Identity{Type: topic}
@@ -85,7 +85,7 @@ func (i *Intercom) Identify(r Request) (Identity, error) {
 	}
 	var app string
 	if f[4] != nil && string(f[4]) != "null" {
-		if app, ok = jsonString(f[4]); !ok || len(app) > githubMaxIdentity {
+		if app, ok = jsonString(f[4]); !ok || len(app) > MaxIdentity {
 			return Identity{}, fmt.Errorf("%w: intercom: app_id is not a string", ErrInvalidPayload)
 		}
 		if app != "" {
@@ -93,11 +93,11 @@ func (i *Intercom) Identify(r Request) (Identity, error) {
 		}
 	}
 	switch id, ok := jsonString(f[1]); {
-	case ok && id != "" && len(id) <= githubMaxIdentity:
+	case ok && id != "" && len(id) <= MaxIdentity:
 		out.ID = id
 	case topic == "ping" && (f[1] == nil || string(f[1]) == "null") && app != "" && created >= 0:
 		out.ID = "ping:" + app + ":" + strconv.FormatInt(created, 10)
-		if len(out.ID) > githubMaxIdentity {
+		if len(out.ID) > MaxIdentity {
 			return Identity{}, fmt.Errorf("%w: intercom: ping key too long", ErrInvalidPayload)
 		}
 	default:

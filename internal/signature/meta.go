@@ -86,7 +86,7 @@ func (m *Meta) Identify(r Request) (Identity, error) {
 		return Identity{}, fmt.Errorf("%w: meta: body is not a JSON object", ErrInvalidPayload)
 	}
 	typ, ok := jsonString(f[0])
-	if !ok || typ == "" || len(typ) > githubMaxIdentity {
+	if !ok || typ == "" || len(typ) > MaxIdentity {
 		return Identity{}, fmt.Errorf("%w: meta: missing object", ErrInvalidPayload)
 	}
 	if len(f[1]) == 0 || f[1][0] != '[' {

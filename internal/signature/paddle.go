@@ -15,9 +15,6 @@ import (
 // PaddleHeader is the header carrying Paddle Billing's signature.
 const PaddleHeader = "Paddle-Signature"
 
-// PaddleMaxID bounds the event_id used as the dedupe key.
-const PaddleMaxID = 512
-
 // paddleMaxSigs bounds the h1 values one header may carry.
 const paddleMaxSigs = 8
 
@@ -152,7 +149,7 @@ func (p *Paddle) Identify(r Request) (Identity, error) {
 		return Identity{}, fmt.Errorf("%w: paddle: body is not a JSON object", ErrInvalidPayload)
 	}
 	id, ok := jsonString(f[0])
-	if !ok || id == "" || len(id) > PaddleMaxID {
+	if !ok || id == "" || len(id) > MaxIdentity {
 		return Identity{}, fmt.Errorf("%w: paddle: missing or unusable event_id", ErrInvalidPayload)
 	}
 	typ, ok := jsonString(f[1])

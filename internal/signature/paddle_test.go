@@ -578,7 +578,7 @@ func FuzzPaddleIdentify(f *testing.F) {
 			}
 			return
 		}
-		if got.ID == "" || got.Type == "" || len(got.ID) > PaddleMaxID {
+		if got.ID == "" || got.Type == "" || len(got.ID) > MaxIdentity {
 			t.Fatalf("Identify(%q): got %+v", body, got)
 		}
 	})

@@ -231,7 +231,7 @@ func (s *SendGrid) Split(r Request) ([]Identity, error) {
 // sendgridEvent reads one event from the values of sendgridFields.
 func sendgridEvent(elem []byte, f [][]byte) (Identity, error) {
 	id, ok := jsonString(f[0])
-	if !ok || id == "" || len(id) > hmacMaxID || !utf8.ValidString(id) {
+	if !ok || id == "" || len(id) > MaxIdentity || !utf8.ValidString(id) {
 		return Identity{}, fmt.Errorf("%w: sendgrid: missing sg_event_id", ErrInvalidPayload)
 	}
 	typ, ok := sendgridEventType(f[1])

@@ -35,7 +35,6 @@ const (
 // Limits of Shopify's identity headers: ids and topics become DynamoDB
 // keys; a shop domain is a host name.
 const (
-	ShopifyMaxID     = 512
 	ShopifyMaxDomain = 255
 )
 
@@ -170,7 +169,7 @@ func (s *Shopify) Identify(r Request) (Identity, error) {
 		return bad("body is not a JSON object", nil)
 	}
 	topic, err := shopifyHeader(r.Header, shopifyTopic)
-	if err != nil || topic == "" || len(topic) > ShopifyMaxID || !utf8.ValidString(topic) {
+	if err != nil || topic == "" || len(topic) > MaxIdentity || !utf8.ValidString(topic) {
 		return bad("missing or unusable topic", err)
 	}
 	domain, err := shopifyHeader(r.Header, shopifyShopDomain)
@@ -216,10 +215,10 @@ func (s *Shopify) Identify(r Request) (Identity, error) {
 	return out, nil
 }
 
-// shopifyValidID accepts "" (absent) or valid UTF-8 of at most ShopifyMaxID
+// shopifyValidID accepts "" (absent) or valid UTF-8 of at most MaxIdentity
 // bytes.
 func shopifyValidID(s string) bool {
-	return len(s) <= ShopifyMaxID && utf8.ValidString(s)
+	return len(s) <= MaxIdentity && utf8.ValidString(s)
 }
 
 // shopifyValidDomain accepts a non-empty host name of lower-case letters,

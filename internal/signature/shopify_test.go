@@ -545,7 +545,7 @@ func FuzzShopifyIdentify(f *testing.F) {
 			}
 			return
 		}
-		if got.ID == "" || len(got.ID) > ShopifyMaxID || !utf8.ValidString(got.ID) || got.Type == "" || !utf8.ValidString(got.Type) || !shopifyValidDomain(got.Account) {
+		if got.ID == "" || len(got.ID) > MaxIdentity || !utf8.ValidString(got.ID) || got.Type == "" || !utf8.ValidString(got.Type) || !shopifyValidDomain(got.Account) {
 			t.Fatalf("Identify: got %+v", got)
 		}
 		// A blank header counts as absent, as header() treats it.

@@ -35,6 +35,11 @@ var (
 // fields that identify the event (the HTTP edge answers 400).
 var ErrInvalidPayload = errors.New("signature: invalid payload")
 
+// MaxIdentity bounds an event id, type or account in bytes: each becomes
+// part of a DynamoDB key or attribute, and no provider's come near it.
+// Longer values are ErrInvalidPayload.
+const MaxIdentity = 512
+
 // DefaultTolerance is the timestamp window used when a source sets none.
 const DefaultTolerance = 5 * time.Minute
 

@@ -30,10 +30,6 @@ const (
 	SlackRetryReasonHeader = "X-Slack-Retry-Reason"
 )
 
-// slackMaxID is the longest identity (event id or type) accepted: ids
-// become DynamoDB key parts, and no provider sends anything near it.
-const slackMaxID = 512
-
 // Slack verifies Slack's v0 request signatures and reads the identity of
 // Events API envelopes, slash commands and interactivity payloads.
 //
@@ -282,9 +278,9 @@ func slackIsJSON(body []byte) bool {
 }
 
 // slackValidID reports whether s can be an identity part: non-empty, at
-// most slackMaxID bytes, valid UTF-8 (DynamoDB strings must be).
+// most MaxIdentity bytes, valid UTF-8 (DynamoDB strings must be).
 func slackValidID(s string) bool {
-	return s != "" && len(s) <= slackMaxID && utf8.ValidString(s)
+	return s != "" && len(s) <= MaxIdentity && utf8.ValidString(s)
 }
 
 // slackV0 is the "v0" scheme Slack introduced and Zoom adopted unchanged:

@@ -18,9 +18,6 @@ const SquareHeader = "X-Square-Hmacsha256-Signature"
 // never reads it: a request that has only this header is ErrNotSigned.
 const SquareLegacyHeader = "X-Square-Signature"
 
-// SquareMaxID bounds the event_id used as the dedupe key.
-const SquareMaxID = 512
-
 // Square verifies `x-square-hmacsha256-signature: <base64>`: an
 // HMAC-SHA256, keyed with the subscription's signature key, over the
 // notification URL followed by the body. The URL is the one registered with
@@ -116,7 +113,7 @@ func (s *Square) Identify(r Request) (Identity, error) {
 		return Identity{}, fmt.Errorf("%w: square: body is not a JSON object", ErrInvalidPayload)
 	}
 	id, ok := jsonString(f[0])
-	if !ok || id == "" || len(id) > SquareMaxID {
+	if !ok || id == "" || len(id) > MaxIdentity {
 		return Identity{}, fmt.Errorf("%w: square: missing or unusable event_id", ErrInvalidPayload)
 	}
 	typ, ok := jsonString(f[1])

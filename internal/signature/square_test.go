@@ -443,7 +443,7 @@ func FuzzSquareIdentify(f *testing.F) {
 			}
 			return
 		}
-		if got.ID == "" || got.Type == "" || len(got.ID) > SquareMaxID {
+		if got.ID == "" || got.Type == "" || len(got.ID) > MaxIdentity {
 			t.Fatalf("Identify(%q): got %+v", body, got)
 		}
 	})

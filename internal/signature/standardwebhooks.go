@@ -39,9 +39,6 @@ const (
 	StandardWebhooksPrivateKeyPrefix = "whsk_"
 )
 
-// StandardWebhooksMaxID bounds the webhook-id used as the dedupe key.
-const StandardWebhooksMaxID = 512
-
 // standardWebhooksMaxSigs bounds the signatures one header may carry that
 // Verify would try: each costs a comparison or an Ed25519 verification.
 const standardWebhooksMaxSigs = 16
@@ -289,7 +286,7 @@ func (s *StandardWebhooks) Identify(r Request) (Identity, error) {
 	if err != nil {
 		return Identity{}, fmt.Errorf("%w: standardwebhooks: %s: %v", ErrInvalidPayload, n.id, err)
 	}
-	if len(id) > StandardWebhooksMaxID || !utf8.ValidString(id) {
+	if len(id) > MaxIdentity || !utf8.ValidString(id) {
 		return Identity{}, fmt.Errorf("%w: standardwebhooks: %s is not a usable id", ErrInvalidPayload, n.id)
 	}
 	var f [2][]byte

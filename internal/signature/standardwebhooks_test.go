@@ -1033,7 +1033,7 @@ func FuzzStandardWebhooksIdentify(f *testing.F) {
 			}
 			return
 		}
-		if got.ID != id || got.Type == "" || len(got.ID) > StandardWebhooksMaxID || !utf8.ValidString(got.ID+got.Type) {
+		if got.ID != id || got.Type == "" || len(got.ID) > MaxIdentity || !utf8.ValidString(got.ID+got.Type) {
 			t.Fatalf("Identify(%q, %q): got %+v", id, body, got)
 		}
 	})

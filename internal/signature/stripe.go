@@ -123,11 +123,11 @@ func (s *Stripe) Identify(r Request) (Identity, error) {
 		return Identity{}, fmt.Errorf("%w: stripe: body is not a JSON object", ErrInvalidPayload)
 	}
 	id, ok := jsonString(f[0])
-	if !ok || id == "" {
-		return Identity{}, fmt.Errorf("%w: stripe: missing id", ErrInvalidPayload)
+	if !ok || id == "" || len(id) > MaxIdentity {
+		return Identity{}, fmt.Errorf("%w: stripe: missing or overlong id", ErrInvalidPayload)
 	}
 	typ, ok := jsonString(f[2])
-	if !ok || typ == "" {
+	if !ok || typ == "" || len(typ) > MaxIdentity {
 		return Identity{}, fmt.Errorf("%w: stripe: missing type", ErrInvalidPayload)
 	}
 	if f[1] != nil && string(f[1]) != "null" {

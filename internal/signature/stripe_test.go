@@ -649,3 +649,23 @@ func ExampleSignStripe() {
 	fmt.Println(SignStripe([]byte(`{"id":"evt_1"}`), []byte("whsec_example"), time.Unix(1721954400, 0)))
 	// Output: t=1721954400,v1=bd0d45e2a129424df6aa824b1c0ac9e9fe5b54250846c8e276c9388d7e77a990
 }
+
+func TestStripeIdentifyOverlong(t *testing.T) {
+	s, err := NewStripe(Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	long := strings.Repeat("x", MaxIdentity+1)
+	for _, body := range []string{
+		`{"id":"evt_` + long + `","object":"event","type":"invoice.paid"}`,
+		`{"id":"evt_1","object":"event","type":"` + long + `"}`,
+	} {
+		if _, err := s.Identify(Request{Body: []byte(body)}); !errors.Is(err, ErrInvalidPayload) {
+			t.Errorf("got %v, want ErrInvalidPayload for an id or type over %d bytes", err, MaxIdentity)
+		}
+	}
+	ok := `{"id":"evt_` + strings.Repeat("x", MaxIdentity-4) + `","object":"event","type":"invoice.paid"}`
+	if _, err := s.Identify(Request{Body: []byte(ok)}); err != nil {
+		t.Errorf("id of exactly %d bytes: got %v, want nil", MaxIdentity, err)
+	}
+}

@@ -431,7 +431,7 @@ func twilioMAC(dst, secret, u []byte, rawQuery string, f *twilioForm) []byte {
 // values makes the payload invalid.
 func (s *Twilio) Identify(r Request) (Identity, error) {
 	token, err := optionalHeader(r.Header, TwilioIdempotencyHeader)
-	if err != nil || !utf8.ValidString(token) || len(token) > hmacMaxID {
+	if err != nil || !utf8.ValidString(token) || len(token) > MaxIdentity {
 		return Identity{}, fmt.Errorf("%w: twilio: bad %s", ErrInvalidPayload, TwilioIdempotencyHeader)
 	}
 	if _, ok := twilioBodyHash(r.RawQuery); ok {
@@ -479,8 +479,8 @@ func (s *Twilio) Identify(r Request) (Identity, error) {
 			out.ID = twilioContentKey(r.RawQuery, &form, nil)
 		}
 	}
-	if len(out.ID) > hmacMaxID || len(out.Type) > hmacMaxID {
-		return Identity{}, fmt.Errorf("%w: twilio: id or type longer than %d bytes", ErrInvalidPayload, hmacMaxID)
+	if len(out.ID) > MaxIdentity || len(out.Type) > MaxIdentity {
+		return Identity{}, fmt.Errorf("%w: twilio: id or type longer than %d bytes", ErrInvalidPayload, MaxIdentity)
 	}
 	if ts := f[twilioTimestamp]; ts != "" {
 		if t, err := time.Parse(time.RFC1123Z, ts); err == nil {
