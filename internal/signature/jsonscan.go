@@ -21,8 +21,14 @@ type scanner struct {
 	i int
 }
 
-func (s *scanner) ws() {
-	b, i := s.b, s.i
+func (s *scanner) ws() { s.i = wsAt(s.b, s.i) }
+
+// The scanning functions below take the buffer and a position and return
+// the new position, so the position lives in a register rather than in the
+// scanner struct; the methods are thin wrappers for callers that keep one.
+
+// wsAt returns the position of the first non-whitespace byte at or after i.
+func wsAt(b []byte, i int) int {
 	for i < len(b) && b[i] <= ' ' {
 		switch b[i] {
 		case ' ':
@@ -41,54 +47,54 @@ func (s *scanner) ws() {
 		case '\n', '\t', '\r':
 			i++
 		default:
-			s.i = i
-			return
+			return i
 		}
 	}
-	s.i = i
+	return i
 }
 
 // value skips one JSON value and returns its raw bytes.
 func (s *scanner) value(depth int) ([]byte, error) {
-	s.ws()
-	start := s.i
-	if err := s.skip(depth); err != nil {
+	start := wsAt(s.b, s.i)
+	i, err := valueAt(s.b, start, depth)
+	if err != nil {
 		return nil, err
 	}
-	return s.b[start:s.i], nil
+	s.i = i
+	return s.b[start:i], nil
 }
 
-// skip scans the value at s.i (whitespace already skipped). Scalars are
-// handled here without a further call; only containers recurse.
-func (s *scanner) skip(depth int) error {
-	if s.i >= len(s.b) {
-		return errJSON
+// valueAt scans the value starting at i (whitespace already skipped).
+// Scalars are handled here without a further call; only containers recurse.
+func valueAt(b []byte, i, depth int) (int, error) {
+	if i >= len(b) {
+		return i, errJSON
 	}
-	switch c := s.b[s.i]; c {
+	switch c := b[i]; c {
 	case '"':
-		_, err := s.strEsc()
-		return err
+		i, _, err := strAt(b, i)
+		return i, err
 	case '{':
 		if depth > maxDepth {
-			return errJSON
+			return i, errJSON
 		}
-		return s.object(depth+1, nil, nil)
+		return objectAt(b, i, depth+1, nil, nil)
 	case '[':
 		if depth > maxDepth {
-			return errJSON
+			return i, errJSON
 		}
-		return s.array(depth+1, nil)
+		return arrayAt(b, i, depth+1, nil)
 	case 't':
-		return s.lit("true")
+		return litAt(b, i, "true")
 	case 'f':
-		return s.lit("false")
+		return litAt(b, i, "false")
 	case 'n':
-		return s.lit("null")
+		return litAt(b, i, "null")
 	default:
 		if c == '-' || c >= '0' && c <= '9' {
-			return s.number()
+			return numAt(b, i)
 		}
-		return errJSON
+		return i, errJSON
 	}
 }
 
@@ -96,62 +102,64 @@ func (s *scanner) skip(depth int) error {
 // exhaust the stack.
 const maxDepth = 1000
 
-func (s *scanner) lit(want string) error {
-	if !bytes.HasPrefix(s.b[s.i:], []byte(want)) {
-		return errJSON
+func litAt(b []byte, i int, want string) (int, error) {
+	if len(b)-i < len(want) || string(b[i:i+len(want)]) != want {
+		return i, errJSON
 	}
-	s.i += len(want)
-	return nil
+	return i + len(want), nil
 }
 
 // object scans an object; for each key listed in keys it stores the raw
 // value in out at the same index (the last occurrence wins, as in
 // encoding/json).
 func (s *scanner) object(depth int, keys []string, out [][]byte) error {
-	s.i++ // '{'
-	s.ws()
-	if s.i < len(s.b) && s.b[s.i] == '}' {
-		s.i++
-		return nil
+	i, err := objectAt(s.b, s.i, depth, keys, out)
+	if err == nil {
+		s.i = i
+	}
+	return err
+}
+
+func objectAt(b []byte, i, depth int, keys []string, out [][]byte) (int, error) {
+	i = wsAt(b, i+1) // after '{'
+	if i < len(b) && b[i] == '}' {
+		return i + 1, nil
 	}
 	for {
-		s.ws()
-		if s.i >= len(s.b) || s.b[s.i] != '"' {
-			return errJSON
+		if i >= len(b) || b[i] != '"' {
+			return i, errJSON
 		}
-		kstart := s.i + 1
-		escaped, err := s.strEsc()
+		kstart := i + 1
+		j, escaped, err := strAt(b, i)
 		if err != nil {
-			return err
+			return j, err
 		}
-		key := s.b[kstart : s.i-1]
-		s.ws()
-		if s.i >= len(s.b) || s.b[s.i] != ':' {
-			return errJSON
+		key := b[kstart : j-1]
+		i = wsAt(b, j)
+		if i >= len(b) || b[i] != ':' {
+			return i, errJSON
 		}
-		s.i++
-		s.ws()
-		vstart := s.i
-		if err := s.skip(depth); err != nil {
-			return err
+		i = wsAt(b, i+1)
+		vstart := i
+		if i, err = valueAt(b, i, depth); err != nil {
+			return i, err
 		}
 		for n, k := range keys {
 			if keyEqual(key, escaped, k) {
-				out[n] = s.b[vstart:s.i]
+				out[n] = b[vstart:i]
 			}
 		}
-		s.ws()
-		if s.i >= len(s.b) {
-			return errJSON
+		i = wsAt(b, i)
+		if i >= len(b) {
+			return i, errJSON
 		}
-		switch s.b[s.i] {
+		switch b[i] {
 		case ',':
-			s.i++
+			i = wsAt(b, i+1)
 		case '}':
-			s.i++
-			return nil
+			return i + 1, nil
 		default:
-			return errJSON
+			return i, errJSON
 		}
 	}
 }
@@ -165,94 +173,83 @@ func keyEqual(raw []byte, escaped bool, want string) bool {
 	return ok && u == want
 }
 
-func (s *scanner) array(depth int, each func([]byte) error) error {
-	s.i++ // '['
-	s.ws()
-	if s.i < len(s.b) && s.b[s.i] == ']' {
-		s.i++
-		return nil
+func arrayAt(b []byte, i, depth int, each func([]byte) error) (int, error) {
+	i = wsAt(b, i+1) // after '['
+	if i < len(b) && b[i] == ']' {
+		return i + 1, nil
 	}
 	for {
-		s.ws()
-		vstart := s.i
-		if err := s.skip(depth); err != nil {
-			return err
+		vstart := i
+		var err error
+		if i, err = valueAt(b, i, depth); err != nil {
+			return i, err
 		}
 		if each != nil {
-			if err := each(s.b[vstart:s.i]); err != nil {
-				return err
+			if err := each(b[vstart:i]); err != nil {
+				return i, err
 			}
 		}
-		s.ws()
-		if s.i >= len(s.b) {
-			return errJSON
+		i = wsAt(b, i)
+		if i >= len(b) {
+			return i, errJSON
 		}
-		switch s.b[s.i] {
+		switch b[i] {
 		case ',':
-			s.i++
+			i = wsAt(b, i+1)
 		case ']':
-			s.i++
-			return nil
+			return i + 1, nil
 		default:
-			return errJSON
+			return i, errJSON
 		}
 	}
 }
 
-// strEsc scans a string starting at its opening quote and reports whether
-// it contains escapes.
-func (s *scanner) strEsc() (bool, error) {
-	s.i++ // opening quote
+// strAt scans the string whose opening quote is at i; it returns the
+// position after the closing quote and whether the string has escapes.
+func strAt(b []byte, i int) (int, bool, error) {
+	i++ // opening quote
 	escaped := false
-	for s.i < len(s.b) {
+	for {
 		// Most string bytes are plain: skip them eight at a time while no
 		// byte of the word is a quote, a backslash or a control character,
 		// then one at a time.
-		b := s.b
-		i := s.i
 		for i+8 <= len(b) && !strStopWord(binary.LittleEndian.Uint64(b[i:])) {
 			i += 8
 		}
 		for i < len(b) && !strStop[b[i]] {
 			i++
 		}
-		s.i = i
 		if i >= len(b) {
-			break
+			return i, false, errJSON
 		}
-		c := b[i]
-		switch {
+		switch c := b[i]; {
 		case c == '"':
-			s.i++
-			return escaped, nil
+			return i + 1, escaped, nil
 		case c == '\\':
 			escaped = true
-			if s.i+1 >= len(s.b) {
-				return false, errJSON
+			if i+1 >= len(b) {
+				return i, false, errJSON
 			}
-			switch s.b[s.i+1] {
+			switch b[i+1] {
 			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
-				s.i += 2
+				i += 2
 			case 'u':
-				if s.i+6 > len(s.b) {
-					return false, errJSON
+				if i+6 > len(b) {
+					return i, false, errJSON
 				}
-				for _, h := range s.b[s.i+2 : s.i+6] {
+				for _, h := range b[i+2 : i+6] {
 					if !isHex(h) {
-						return false, errJSON
+						return i, false, errJSON
 					}
 				}
-				s.i += 6
+				i += 6
 			default:
-				return false, errJSON
+				return i, false, errJSON
 			}
-		case c < 0x20:
-			return false, errJSON
-		default:
-			s.i++
+		default: // a control character
+			return i, false, errJSON
 		}
 	}
-	return false, errJSON
 }
 
 // strStop marks the bytes that end the plain run of a string: the quote,
@@ -279,8 +276,7 @@ func isHex(c byte) bool {
 	return c >= '0' && c <= '9' || c >= 'a' && c <= 'f' || c >= 'A' && c <= 'F'
 }
 
-func (s *scanner) number() error {
-	b, i := s.b, s.i
+func numAt(b []byte, i int) (int, error) {
 	if i < len(b) && b[i] == '-' {
 		i++
 	}
@@ -292,12 +288,12 @@ func (s *scanner) number() error {
 			i++
 		}
 	default:
-		return errJSON
+		return i, errJSON
 	}
 	if i < len(b) && b[i] == '.' {
 		i++
 		if i >= len(b) || b[i] < '0' || b[i] > '9' {
-			return errJSON
+			return i, errJSON
 		}
 		for i < len(b) && b[i] >= '0' && b[i] <= '9' {
 			i++
@@ -309,14 +305,13 @@ func (s *scanner) number() error {
 			i++
 		}
 		if i >= len(b) || b[i] < '0' || b[i] > '9' {
-			return errJSON
+			return i, errJSON
 		}
 		for i < len(b) && b[i] >= '0' && b[i] <= '9' {
 			i++
 		}
 	}
-	s.i = i
-	return nil
+	return i, nil
 }
 
 // end checks that only whitespace follows the document.
