@@ -2,6 +2,7 @@ package signature
 
 import (
 	"encoding/json"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -30,6 +31,10 @@ func checkAgainstEncodingJSON(t *testing.T, body []byte) {
 	err := jsonFields(body, []string{"id"}, out)
 	var m map[string]json.RawMessage
 	jerr := json.Unmarshal(body, &m)
+	if jerr == nil && m == nil {
+		// encoding/json decodes null into a nil map; a body must be an object.
+		jerr = errors.New("null is not an object")
+	}
 	if (err == nil) != (jerr == nil) {
 		t.Fatalf("jsonFields error %v, encoding/json error %v for %q", err, jerr, body)
 	}
