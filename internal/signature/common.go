@@ -119,3 +119,31 @@ func matchAny(secrets [][]byte, candidates [][]byte, mac func(secret []byte) []b
 	}
 	return ErrNoMatch
 }
+
+// matchSHA256 reports whether HMAC-SHA256(secret, prefix || body) equals
+// any of sigs for any non-empty secret, comparing in constant time and
+// allocating nothing but the HMAC state: ErrNoSecret when no secret is
+// usable, ErrNoMatch when none matches.
+func matchSHA256(secrets [][]byte, sigs [][sha256.Size]byte, prefix, body []byte) error {
+	var sum [sha256.Size]byte
+	usable := false
+	for _, secret := range secrets {
+		if len(secret) == 0 {
+			continue // an empty key is public: anyone could sign with it
+		}
+		usable = true
+		mac := hmac.New(sha256.New, secret)
+		mac.Write(prefix)
+		mac.Write(body)
+		mac.Sum(sum[:0])
+		for i := range sigs {
+			if hmac.Equal(sum[:], sigs[i][:]) {
+				return nil
+			}
+		}
+	}
+	if !usable {
+		return ErrNoSecret
+	}
+	return ErrNoMatch
+}
