@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -42,11 +43,11 @@ func main() {
 //
 //	BenchmarkStripe/verify+identify-2  45754  25029 ns/op  254.66 MB/s  584 B/op  11 allocs/op
 //
-// averaging repeated runs (-count) of one sub-benchmark.
+// taking the median of repeated runs (-count) of one sub-benchmark, so that
+// one run disturbed by the machine does not move the figure.
 func parse(r io.Reader) ([]row, error) {
 	type acc struct {
-		ns, allocs float64
-		n          int
+		ns, allocs []float64
 	}
 	sums := map[[2]string]*acc{}
 	var order [][2]string
@@ -89,9 +90,8 @@ func parse(r io.Reader) ([]row, error) {
 			sums[k] = a
 			order = append(order, k)
 		}
-		a.ns += ns
-		a.allocs += max(allocs, 0)
-		a.n++
+		a.ns = append(a.ns, ns)
+		a.allocs = append(a.allocs, max(allocs, 0))
 	}
 	if err := sc.Err(); err != nil {
 		return nil, err
@@ -99,9 +99,21 @@ func parse(r io.Reader) ([]row, error) {
 	rows := make([]row, 0, len(order))
 	for _, k := range order {
 		a := sums[k]
-		rows = append(rows, row{group: k[0], name: k[1], ns: a.ns / float64(a.n), allocs: a.allocs / float64(a.n)})
+		rows = append(rows, row{group: k[0], name: k[1], ns: median(a.ns), allocs: median(a.allocs)})
 	}
 	return rows, nil
+}
+
+// median returns the middle value of xs (the mean of the two middle ones
+// for an even count); xs is not empty.
+func median(xs []float64) float64 {
+	s := slices.Clone(xs)
+	slices.Sort(s)
+	n := len(s)
+	if n%2 == 1 {
+		return s[n/2]
+	}
+	return (s[n/2-1] + s[n/2]) / 2
 }
 
 func report(w io.Writer, rows []row, maxRatio, maxAllocs float64) {
