@@ -132,7 +132,7 @@ func TestDiscordCrossCheckDiscordgo(t *testing.T) {
 				{"no timestamp", discordHeaders(b.body, []string{sig}, nil)},
 			} {
 				t.Run("agree: "+tc.name, func(t *testing.T) {
-					ours := slackVerifyNoPanic(t, d, tc.r, discordPubs, testNow) == nil
+					ours := verifyNoPanic(t, d, tc.r, discordPubs, testNow) == nil
 					if theirs := discordgoVerify(tc.r, discordPub); ours != theirs {
 						t.Errorf("Verify accepts: %t; discordgo accepts: %t", ours, theirs)
 					}
@@ -147,9 +147,9 @@ func TestDiscordBodies(t *testing.T) {
 	for _, b := range discordBodies {
 		t.Run(b.name, func(t *testing.T) {
 			r := discordRequest(b.body, discordKey, testTS)
-			slackCheckVerifyErr(t, slackVerifyNoPanic(t, d, r, discordPubs, testNow), nil)
+			checkVerifyErr(t, verifyNoPanic(t, d, r, discordPubs, testNow), nil)
 
-			got, err := slackIdentifyNoPanic(t, d, r)
+			got, err := identifyNoPanic(t, d, r)
 			if b.want.ID == "" {
 				checkErr(t, err, ErrInvalidPayload)
 			} else {
@@ -157,7 +157,7 @@ func TestDiscordBodies(t *testing.T) {
 					t.Fatalf("Identify: %v", err)
 				}
 				slackCheckIdentity(t, got, b.want)
-				slackCheckValidIdentity(t, got)
+				checkValidIdentity(t, got)
 			}
 
 			reply, ok, err := d.Handshake(r, discordPubs)
@@ -174,7 +174,7 @@ func TestDiscordBodies(t *testing.T) {
 			for _, i := range []int{0, len(b.body) / 2, len(b.body) - 1} {
 				changed := r
 				changed.Body = flipByte(b.body, i)
-				slackCheckVerifyErr(t, slackVerifyNoPanic(t, d, changed, discordPubs, testNow), ErrNoMatch)
+				checkVerifyErr(t, verifyNoPanic(t, d, changed, discordPubs, testNow), ErrNoMatch)
 			}
 		})
 	}
@@ -309,7 +309,7 @@ func TestDiscordVerifyMalformed(t *testing.T) {
 			if secrets == nil {
 				secrets = discordPubs
 			}
-			slackCheckVerifyErr(t, slackVerifyNoPanic(t, d, discordHeaders(b, tc.sigs, tc.tss), secrets, testNow), tc.want)
+			checkVerifyErr(t, verifyNoPanic(t, d, discordHeaders(b, tc.sigs, tc.tss), secrets, testNow), tc.want)
 		})
 	}
 }
@@ -332,7 +332,7 @@ func TestDiscordRotation(t *testing.T) {
 	d := mustNewDiscord(t, Options{})
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			slackCheckVerifyErr(t, slackVerifyNoPanic(t, d, discordRequest(body, tt.signer, testTS), tt.secrets, testNow), tt.want)
+			checkVerifyErr(t, verifyNoPanic(t, d, discordRequest(body, tt.signer, testTS), tt.secrets, testNow), tt.want)
 		})
 	}
 }
@@ -346,7 +346,7 @@ func TestDiscordTolerance(t *testing.T) {
 			if err := d.Sign(&r, discordKey, testNow.Add(-tt.age)); err != nil {
 				t.Fatal(err)
 			}
-			slackCheckVerifyErr(t, slackVerifyNoPanic(t, d, r, discordPubs, testNow), tt.want)
+			checkVerifyErr(t, verifyNoPanic(t, d, r, discordPubs, testNow), tt.want)
 		})
 	}
 }
@@ -380,7 +380,7 @@ func TestDiscordSign(t *testing.T) {
 			}
 			checkErr(t, err, tt.wantErr)
 			if err == nil {
-				slackCheckVerifyErr(t, slackVerifyNoPanic(t, d, r, discordPubs, testNow), nil)
+				checkVerifyErr(t, verifyNoPanic(t, d, r, discordPubs, testNow), nil)
 			}
 		})
 	}
@@ -475,7 +475,7 @@ func TestDiscordIdentify(t *testing.T) {
 	d := mustNewDiscord(t, Options{})
 	for _, tt := range discordIdentifyCases {
 		t.Run(tt.name, func(t *testing.T) {
-			got, err := slackIdentifyNoPanic(t, d, Request{Header: http.Header{}, Body: []byte(tt.body)})
+			got, err := identifyNoPanic(t, d, Request{Header: http.Header{}, Body: []byte(tt.body)})
 			if tt.want.ID == "" {
 				checkErr(t, err, ErrInvalidPayload)
 				return
@@ -484,7 +484,7 @@ func TestDiscordIdentify(t *testing.T) {
 				t.Fatalf("Identify: %v", err)
 			}
 			slackCheckIdentity(t, got, tt.want)
-			slackCheckValidIdentity(t, got)
+			checkValidIdentity(t, got)
 		})
 	}
 }
@@ -567,7 +567,7 @@ func FuzzDiscordIdentify(f *testing.F) {
 	d := mustNewDiscord(f, Options{})
 	f.Fuzz(func(t *testing.T, body []byte) {
 		r := discordRequest(body, discordKey, testTS)
-		slackIdentifyFuzz(t, d, r)
+		fuzzIdentifyValid(t, d, r)
 		reply, ok, err := d.Handshake(r, discordPubs)
 		if err != nil {
 			t.Fatalf("Handshake of a signed body: %v", err)

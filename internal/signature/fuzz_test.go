@@ -8,16 +8,6 @@ import (
 	"time"
 )
 
-// fuzzHeaders turns one fuzzed string into Stripe-Signature values: none
-// when empty, otherwise one value per line, so the fuzzer also reaches the
-// repeated-header path.
-func fuzzHeaders(header string) []string {
-	if header == "" {
-		return nil
-	}
-	return strings.Split(header, "\n")
-}
-
 // parseStripeHeader is the test's own reading of a header: the t value and
 // every v1 value, in order.
 func parseStripeHeader(header string) (t string, v1 []string) {

@@ -118,29 +118,6 @@ func githubHex(body, secret []byte) string {
 	return "sha256=" + hex.EncodeToString(mac.Sum(nil))
 }
 
-// githubVerifyNoPanic runs Verify and turns a panic into a test failure; the
-// GitLab, Meta and Intercom tests use it too.
-func githubVerifyNoPanic(tb testing.TB, s Scheme, r Request, secrets [][]byte, now time.Time) (err error) {
-	tb.Helper()
-	defer func() {
-		if p := recover(); p != nil {
-			tb.Fatalf("Verify panicked: %v (headers %q)", p, r.Header)
-		}
-	}()
-	return s.Verify(r, secrets, now)
-}
-
-// githubIdentifyNoPanic runs Identify and turns a panic into a test failure.
-func githubIdentifyNoPanic(tb testing.TB, s Scheme, r Request) (id Identity, err error) {
-	tb.Helper()
-	defer func() {
-		if p := recover(); p != nil {
-			tb.Fatalf("Identify panicked: %v (body %q)", p, r.Body)
-		}
-	}()
-	return s.Identify(r)
-}
-
 // githubAction reads the body's action without the code under test.
 func githubAction(tb testing.TB, body []byte) string {
 	tb.Helper()
@@ -425,7 +402,7 @@ func TestGitHubVerifyMalformed(t *testing.T) {
 			for _, v := range tc.legacy {
 				r.Header.Add(GitHubLegacySignatureHeader, v)
 			}
-			err := githubVerifyNoPanic(t, g, r, secrets, testNow)
+			err := verifyNoPanic(t, g, r, secrets, testNow)
 			checkErr(t, err, tc.want)
 			if err != nil && !isSentinel(err) {
 				t.Errorf("got %v, want one of the Err* causes", err)
@@ -538,40 +515,10 @@ func TestGitHubIdentify(t *testing.T) {
 	g := githubNew(t)
 	for _, tc := range githubIdentifyCases() {
 		t.Run(tc.name, func(t *testing.T) {
-			got, err := githubIdentifyNoPanic(t, g, tc.request())
-			githubCheckIdentity(t, got, err, tc.want)
+			got, err := identifyNoPanic(t, g, tc.request())
+			checkIdentity(t, got, err, tc.want)
 		})
 	}
-}
-
-// githubCheckIdentity compares an Identify result with want; a zero want.ID means
-// ErrInvalidPayload is expected.
-func githubCheckIdentity(tb testing.TB, got Identity, err error, want Identity) {
-	tb.Helper()
-	if want.ID == "" {
-		if !errors.Is(err, ErrInvalidPayload) {
-			tb.Fatalf("Identify: got %+v, %v; want %v", got, err, ErrInvalidPayload)
-		}
-		return
-	}
-	if err != nil {
-		tb.Fatalf("Identify: got %v, want nil", err)
-	}
-	if got.ID != want.ID || got.Type != want.Type || !got.Created.Equal(want.Created) || got.Account != want.Account || got.Payload != nil || !githubSameAttrs(got.Attributes, want.Attributes) {
-		tb.Errorf("Identify: got %+v, want %+v", got, want)
-	}
-}
-
-func githubSameAttrs(a, b map[string]string) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for k, v := range a {
-		if w, ok := b[k]; !ok || w != v {
-			return false
-		}
-	}
-	return true
 }
 
 // githubPlaceholders stand for signatures of the fuzzed body, so that the

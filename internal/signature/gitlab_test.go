@@ -128,7 +128,7 @@ func TestGitLabBodies(t *testing.T) {
 						t.Fatalf("Identify: %v", err)
 					}
 					want := Identity{ID: gitlabIdem, Type: b.event, Attributes: map[string]string{"instance": gitlabHost}}
-					githubCheckIdentity(t, got, nil, want)
+					checkIdentity(t, got, nil, want)
 
 					for _, i := range []int{0, len(body) / 2, len(body) - 1} {
 						flipped := r
@@ -277,7 +277,7 @@ func TestGitLabTokenHeaders(t *testing.T) {
 			for _, v := range tt.token {
 				r.Header.Add(GitLabTokenHeader, v)
 			}
-			err := githubVerifyNoPanic(t, g, r, tt.secrets, testNow)
+			err := verifyNoPanic(t, g, r, tt.secrets, testNow)
 			checkErr(t, err, tt.want)
 			if err != nil && !isSentinel(err) {
 				t.Errorf("got %v, want one of the Err* causes", err)
@@ -453,7 +453,7 @@ func TestGitLabVerifySignedMalformed(t *testing.T) {
 			if secrets == nil {
 				secrets = [][]byte{gitlabKey}
 			}
-			err := githubVerifyNoPanic(t, g, tc.request(b), secrets, testNow)
+			err := verifyNoPanic(t, g, tc.request(b), secrets, testNow)
 			checkErr(t, err, tc.want)
 			if err != nil && !isSentinel(err) {
 				t.Errorf("got %v, want one of the Err* causes", err)
@@ -627,8 +627,8 @@ func TestGitLabIdentify(t *testing.T) {
 	g := gitlabNew(t, Options{})
 	for _, tc := range gitlabIdentifyCases() {
 		t.Run(tc.name, func(t *testing.T) {
-			got, err := githubIdentifyNoPanic(t, g, tc.request())
-			githubCheckIdentity(t, got, err, tc.want)
+			got, err := identifyNoPanic(t, g, tc.request())
+			checkIdentity(t, got, err, tc.want)
 		})
 	}
 }

@@ -82,7 +82,7 @@ func TestIntercomBodies(t *testing.T) {
 				t.Fatalf("Verify(signed): got %v, want nil", err)
 			}
 			got, err := s.Identify(r)
-			githubCheckIdentity(t, got, err, b.want)
+			checkIdentity(t, got, err, b.want)
 			for _, i := range []int{0, len(body) / 2, len(body) - 1} {
 				flipped := r
 				flipped.Body = flipByte(body, i)
@@ -194,7 +194,7 @@ func TestIntercomVerifyMalformed(t *testing.T) {
 			if secrets == nil {
 				secrets = intercomSecrets
 			}
-			err := githubVerifyNoPanic(t, s, intercomRequest(b, tc.sig...), secrets, testNow)
+			err := verifyNoPanic(t, s, intercomRequest(b, tc.sig...), secrets, testNow)
 			checkErr(t, err, tc.want)
 			if err != nil && !isSentinel(err) {
 				t.Errorf("got %v, want one of the Err* causes", err)
@@ -293,8 +293,8 @@ func TestIntercomIdentify(t *testing.T) {
 	s := intercomNew(t)
 	for _, tc := range intercomIdentifyCases {
 		t.Run(tc.name, func(t *testing.T) {
-			got, err := githubIdentifyNoPanic(t, s, intercomRequest([]byte(tc.body)))
-			githubCheckIdentity(t, got, err, tc.want)
+			got, err := identifyNoPanic(t, s, intercomRequest([]byte(tc.body)))
+			checkIdentity(t, got, err, tc.want)
 		})
 	}
 }

@@ -92,8 +92,8 @@ func TestLinearVectors(t *testing.T) {
 	if got := r.Header.Get(LinearSignatureHeader); got != sig {
 		t.Errorf("Sign: got %q, want %q (openssl)", got, sig)
 	}
-	slackCheckVerifyErr(t, slackVerifyNoPanic(t, s, linearRequest(body, linearDelivery, "", sig), [][]byte{secret}, testNow), nil)
-	slackCheckVerifyErr(t, slackVerifyNoPanic(t, s, linearRequest(body, linearDelivery, "", sig), [][]byte{secret}, testNow.Add(61*time.Second)), ErrTooOld)
+	checkVerifyErr(t, verifyNoPanic(t, s, linearRequest(body, linearDelivery, "", sig), [][]byte{secret}, testNow), nil)
+	checkVerifyErr(t, verifyNoPanic(t, s, linearRequest(body, linearDelivery, "", sig), [][]byte{secret}, testNow.Add(61*time.Second)), ErrTooOld)
 	if err := s.Sign(&r, nil, testNow); !errors.Is(err, ErrNoSecret) {
 		t.Errorf("Sign with no key: got %v, want %v", err, ErrNoSecret)
 	}
@@ -104,7 +104,7 @@ func TestLinearBodies(t *testing.T) {
 	for _, b := range linearBodies {
 		t.Run(b.name, func(t *testing.T) {
 			r := linearRequest(b.body, linearDelivery, b.event, linearHex(linearSecret, b.body))
-			slackCheckVerifyErr(t, slackVerifyNoPanic(t, s, r, linearSecrets, testNow), nil)
+			checkVerifyErr(t, verifyNoPanic(t, s, r, linearSecrets, testNow), nil)
 
 			var m struct {
 				Type, Action string
@@ -113,15 +113,15 @@ func TestLinearBodies(t *testing.T) {
 			if err := json.Unmarshal(b.body, &m); err != nil {
 				t.Fatal(err)
 			}
-			got, err := slackIdentifyNoPanic(t, s, r)
+			got, err := identifyNoPanic(t, s, r)
 			if err != nil {
 				t.Fatalf("Identify: %v", err)
 			}
 			slackCheckIdentity(t, got, Identity{ID: linearDelivery, Type: b.event, Created: m.CreatedAt})
-			slackCheckValidIdentity(t, got)
+			checkValidIdentity(t, got)
 
 			r.Header.Del(LinearEventHeader)
-			got, err = slackIdentifyNoPanic(t, s, r)
+			got, err = identifyNoPanic(t, s, r)
 			if err != nil {
 				t.Fatalf("Identify without %s: %v", LinearEventHeader, err)
 			}
@@ -130,7 +130,7 @@ func TestLinearBodies(t *testing.T) {
 			for _, i := range []int{0, len(b.body) / 2, len(b.body) - 1} {
 				changed := r
 				changed.Body = flipByte(b.body, i)
-				slackCheckVerifyErr(t, slackVerifyNoPanic(t, s, changed, linearSecrets, testNow), ErrNoMatch)
+				checkVerifyErr(t, verifyNoPanic(t, s, changed, linearSecrets, testNow), ErrNoMatch)
 			}
 		})
 	}
@@ -232,7 +232,7 @@ func TestLinearVerifyMalformed(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			b, sigs, secrets := linearCaseInputs(tc, body)
 			r := linearRequest(b, linearDelivery, "Issue", sigs...)
-			slackCheckVerifyErr(t, slackVerifyNoPanic(t, s, r, secrets, testNow), tc.want)
+			checkVerifyErr(t, verifyNoPanic(t, s, r, secrets, testNow), tc.want)
 		})
 	}
 }
@@ -271,7 +271,7 @@ func TestLinearRotation(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			r := linearRequest(body, linearDelivery, "Issue", linearHex(tt.signer, body))
-			slackCheckVerifyErr(t, slackVerifyNoPanic(t, s, r, tt.secrets, testNow), tt.want)
+			checkVerifyErr(t, verifyNoPanic(t, s, r, tt.secrets, testNow), tt.want)
 		})
 	}
 }
@@ -290,7 +290,7 @@ func TestLinearTolerance(t *testing.T) {
 			if err := s.Sign(&r, linearSecret, testNow); err != nil {
 				t.Fatal(err)
 			}
-			slackCheckVerifyErr(t, slackVerifyNoPanic(t, s, r, linearSecrets, testNow), tt.want)
+			checkVerifyErr(t, verifyNoPanic(t, s, r, linearSecrets, testNow), tt.want)
 		})
 	}
 }
@@ -348,7 +348,7 @@ func TestLinearIdentify(t *testing.T) {
 	s := mustNewLinear(t, Options{})
 	for _, tt := range linearIdentifyCases {
 		t.Run(tt.name, func(t *testing.T) {
-			got, err := slackIdentifyNoPanic(t, s, linearRequest([]byte(tt.body), tt.delivery, tt.event))
+			got, err := identifyNoPanic(t, s, linearRequest([]byte(tt.body), tt.delivery, tt.event))
 			if tt.want.ID == "" {
 				checkErr(t, err, ErrInvalidPayload)
 				return
@@ -357,13 +357,13 @@ func TestLinearIdentify(t *testing.T) {
 				t.Fatalf("Identify: %v", err)
 			}
 			slackCheckIdentity(t, got, tt.want)
-			slackCheckValidIdentity(t, got)
+			checkValidIdentity(t, got)
 		})
 	}
 	t.Run("two delivery headers", func(t *testing.T) {
 		r := linearRequest([]byte(`{"type":"Issue"}`), "d1", "Issue")
 		r.Header.Add(LinearDeliveryHeader, "d2")
-		_, err := slackIdentifyNoPanic(t, s, r)
+		_, err := identifyNoPanic(t, s, r)
 		checkErr(t, err, ErrInvalidPayload)
 	})
 }
@@ -438,7 +438,7 @@ func FuzzLinearIdentify(f *testing.F) {
 	}
 	s := mustNewLinear(f, Options{})
 	f.Fuzz(func(t *testing.T, delivery, event string, body []byte) {
-		slackIdentifyFuzz(t, s, linearRequest(body, delivery, event))
+		fuzzIdentifyValid(t, s, linearRequest(body, delivery, event))
 	})
 }
 

@@ -76,7 +76,7 @@ func TestMetaBodies(t *testing.T) {
 				t.Fatalf("Verify(signed): got %v, want nil", err)
 			}
 			got, err := m.Identify(r)
-			githubCheckIdentity(t, got, err, Identity{ID: metaID(body), Type: b.object})
+			checkIdentity(t, got, err, Identity{ID: metaID(body), Type: b.object})
 			for _, i := range []int{0, len(body) / 2, len(body) - 1} {
 				flipped := r
 				flipped.Body = flipByte(body, i)
@@ -148,7 +148,7 @@ func TestMetaVerifyMalformed(t *testing.T) {
 			for _, v := range tc.legacy {
 				r.Header.Add(MetaLegacySignatureHeader, v)
 			}
-			err := githubVerifyNoPanic(t, m, r, secrets, testNow)
+			err := verifyNoPanic(t, m, r, secrets, testNow)
 			checkErr(t, err, tc.want)
 			if err != nil && !isSentinel(err) {
 				t.Errorf("got %v, want one of the Err* causes", err)
@@ -239,8 +239,8 @@ func TestMetaIdentify(t *testing.T) {
 			if want.ID == "hash" {
 				want.ID = metaID([]byte(tc.body))
 			}
-			got, err := githubIdentifyNoPanic(t, m, metaRequest([]byte(tc.body)))
-			githubCheckIdentity(t, got, err, want)
+			got, err := identifyNoPanic(t, m, metaRequest([]byte(tc.body)))
+			checkIdentity(t, got, err, want)
 		})
 	}
 }

@@ -9,7 +9,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -36,14 +35,6 @@ var (
 	stripeSecrets   = [][]byte{stripeSecret}
 )
 
-// errSentinels are the causes Verify may return.
-var errSentinels = []error{ErrNotSigned, ErrMalformedHeader, ErrTooOld, ErrTooNew, ErrNoMatch, ErrNoSecret}
-
-type corpusFile struct {
-	name string
-	body []byte
-}
-
 // loadStripeCorpus returns every payload of the Stripe corpus, sorted by name.
 func loadStripeCorpus(tb testing.TB) []corpusFile {
 	tb.Helper()
@@ -59,15 +50,6 @@ func loadStripeCorpus(tb testing.TB) []corpusFile {
 		out = append(out, corpusFile{name: filepath.Base(p), body: mustReadFile(tb, p)})
 	}
 	return out
-}
-
-func mustReadFile(tb testing.TB, path string) []byte {
-	tb.Helper()
-	b, err := os.ReadFile(path)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	return b
 }
 
 // invoicePaid is the body most single-payload tests sign.
@@ -102,38 +84,6 @@ func stripeHex(body, secret []byte, ts string) string {
 	mac.Write([]byte(ts + "."))
 	mac.Write(body)
 	return hex.EncodeToString(mac.Sum(nil))
-}
-
-// verifyNoPanic runs Verify and turns a panic into a test failure.
-func verifyNoPanic(tb testing.TB, s Scheme, r Request, secrets [][]byte, now time.Time) (err error) {
-	tb.Helper()
-	defer func() {
-		if p := recover(); p != nil {
-			tb.Fatalf("Verify panicked: %v (headers %q)", p, r.Header.Values(StripeHeader))
-		}
-	}()
-	return s.Verify(r, secrets, now)
-}
-
-// checkErr reports whether err matches want: nil for nil, errors.Is otherwise.
-func checkErr(tb testing.TB, err, want error) {
-	tb.Helper()
-	if want == nil {
-		if err != nil {
-			tb.Fatalf("got %v, want nil", err)
-		}
-		return
-	}
-	if !errors.Is(err, want) {
-		tb.Fatalf("got %v, want %v", err, want)
-	}
-}
-
-// flipByte returns a copy of b with byte i changed.
-func flipByte(b []byte, i int) []byte {
-	c := bytes.Clone(b)
-	c[i] ^= 0x01
-	return c
 }
 
 // wantIdentity decodes the identity from body without the code under test.
@@ -505,15 +455,6 @@ func TestStripeVerifyMalformed(t *testing.T) {
 	}
 }
 
-func isSentinel(err error) bool {
-	for _, s := range errSentinels {
-		if errors.Is(err, s) {
-			return true
-		}
-	}
-	return false
-}
-
 // TestStripeHeaderName checks that the header is found under any spelling a
 // net/http server canonicalizes.
 func TestStripeHeaderName(t *testing.T) {
@@ -534,14 +475,6 @@ func TestStripeHeaderName(t *testing.T) {
 		err := s.Verify(Request{Method: http.MethodPost, Header: h, Body: body}, stripeSecrets, testNow)
 		checkErr(t, err, ErrNotSigned)
 	})
-}
-
-// identifyCase is one body and the identity Identify must return; a zero
-// want.ID means ErrInvalidPayload.
-type identifyCase struct {
-	name string
-	body string
-	want Identity
 }
 
 // stripeIdentifyCases is shared with the fuzz test as seeds.

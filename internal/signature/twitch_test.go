@@ -91,8 +91,8 @@ func TestTwitchVectors(t *testing.T) {
 
 	t.Run("Verify", func(t *testing.T) {
 		r := twitchHeaders(body, []string{twitchDocID}, []string{twitchDocTimestamp}, []string{sig}, []string{TwitchVerification})
-		slackCheckVerifyErr(t, slackVerifyNoPanic(t, s, r, [][]byte{secret}, sent.Add(time.Second)), nil)
-		slackCheckVerifyErr(t, slackVerifyNoPanic(t, s, r, [][]byte{secret}, sent.Add(11*time.Minute)), ErrTooOld)
+		checkVerifyErr(t, verifyNoPanic(t, s, r, [][]byte{secret}, sent.Add(time.Second)), nil)
+		checkVerifyErr(t, verifyNoPanic(t, s, r, [][]byte{secret}, sent.Add(11*time.Minute)), ErrTooOld)
 	})
 	t.Run("Sign", func(t *testing.T) {
 		r := Request{Header: http.Header{TwitchMessageIDHeader: {twitchDocID}, TwitchTypeHeader: {TwitchVerification}}, Body: body}
@@ -131,9 +131,9 @@ func TestTwitchMessages(t *testing.T) {
 	for _, m := range twitchBodies {
 		t.Run(m.name, func(t *testing.T) {
 			r := twitchRequest(m.body, twitchSecret, twitchDocID, twitchTS, m.messageType)
-			slackCheckVerifyErr(t, slackVerifyNoPanic(t, s, r, twitchSecrets, testNow), nil)
+			checkVerifyErr(t, verifyNoPanic(t, s, r, twitchSecrets, testNow), nil)
 
-			got, err := slackIdentifyNoPanic(t, s, r)
+			got, err := identifyNoPanic(t, s, r)
 			switch m.messageType {
 			case TwitchVerification:
 				checkErr(t, err, ErrInvalidPayload)
@@ -150,7 +150,7 @@ func TestTwitchMessages(t *testing.T) {
 					want.Type = "revocation:channel.follow"
 				}
 				slackCheckIdentity(t, got, want)
-				slackCheckValidIdentity(t, got)
+				checkValidIdentity(t, got)
 				if _, ok, err := s.Handshake(r, twitchSecrets); ok || err != nil {
 					t.Errorf("Handshake: got %t, %v; want not a handshake", ok, err)
 				}
@@ -159,14 +159,14 @@ func TestTwitchMessages(t *testing.T) {
 			for _, i := range []int{0, len(m.body) / 2, len(m.body) - 1} {
 				changed := r
 				changed.Body = flipByte(m.body, i)
-				slackCheckVerifyErr(t, slackVerifyNoPanic(t, s, changed, twitchSecrets, testNow), ErrNoMatch)
+				checkVerifyErr(t, verifyNoPanic(t, s, changed, twitchSecrets, testNow), ErrNoMatch)
 			}
 			// The id and the timestamp are signed too.
 			changed := twitchHeaders(m.body, []string{twitchDocID + "0"}, r.Header.Values(TwitchTimestampHeader), r.Header.Values(TwitchSignatureHeader), nil)
-			slackCheckVerifyErr(t, slackVerifyNoPanic(t, s, changed, twitchSecrets, testNow), ErrNoMatch)
+			checkVerifyErr(t, verifyNoPanic(t, s, changed, twitchSecrets, testNow), ErrNoMatch)
 			later := testNow.Add(time.Millisecond).UTC().Format(time.RFC3339Nano)
 			changed = twitchHeaders(m.body, []string{twitchDocID}, []string{later}, r.Header.Values(TwitchSignatureHeader), nil)
-			slackCheckVerifyErr(t, slackVerifyNoPanic(t, s, changed, twitchSecrets, testNow), ErrNoMatch)
+			checkVerifyErr(t, verifyNoPanic(t, s, changed, twitchSecrets, testNow), ErrNoMatch)
 		})
 	}
 }
@@ -287,7 +287,7 @@ func TestTwitchVerifyMalformed(t *testing.T) {
 				secrets = twitchSecrets
 			}
 			r := twitchHeaders(b, tc.ids, tc.tss, tc.sigs, []string{TwitchNotification})
-			slackCheckVerifyErr(t, slackVerifyNoPanic(t, s, r, secrets, testNow), tc.want)
+			checkVerifyErr(t, verifyNoPanic(t, s, r, secrets, testNow), tc.want)
 		})
 	}
 }
@@ -312,7 +312,7 @@ func TestTwitchRotation(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			r := twitchRequest(body, tt.signer, twitchDocID, twitchTS, TwitchNotification)
-			slackCheckVerifyErr(t, slackVerifyNoPanic(t, s, r, tt.secrets, testNow), tt.want)
+			checkVerifyErr(t, verifyNoPanic(t, s, r, tt.secrets, testNow), tt.want)
 		})
 	}
 }
@@ -330,7 +330,7 @@ func TestTwitchTolerance(t *testing.T) {
 			if err := s.Sign(&r, twitchSecret, testNow.Add(-tt.age)); err != nil {
 				t.Fatal(err)
 			}
-			slackCheckVerifyErr(t, slackVerifyNoPanic(t, s, r, twitchSecrets, testNow), tt.want)
+			checkVerifyErr(t, verifyNoPanic(t, s, r, twitchSecrets, testNow), tt.want)
 		})
 	}
 }
@@ -440,7 +440,7 @@ func TestTwitchIdentify(t *testing.T) {
 			if tt.retry != "" {
 				r.Header.Set(TwitchRetryHeader, tt.retry)
 			}
-			got, err := slackIdentifyNoPanic(t, s, r)
+			got, err := identifyNoPanic(t, s, r)
 			if tt.want.ID == "" {
 				checkErr(t, err, ErrInvalidPayload)
 				return
@@ -449,7 +449,7 @@ func TestTwitchIdentify(t *testing.T) {
 				t.Fatalf("Identify: %v", err)
 			}
 			slackCheckIdentity(t, got, tt.want)
-			slackCheckValidIdentity(t, got)
+			checkValidIdentity(t, got)
 		})
 	}
 }
@@ -537,7 +537,7 @@ func FuzzTwitchIdentify(f *testing.F) {
 	s := mustNewTwitch(f, Options{})
 	f.Fuzz(func(t *testing.T, messageType, id string, body []byte) {
 		r := twitchHeaders(body, fuzzHeaders(id), []string{twitchTS}, nil, []string{messageType})
-		slackIdentifyFuzz(t, s, r)
+		fuzzIdentifyValid(t, s, r)
 		// Handshake re-checks the (absent) signature: never an answer here.
 		if _, ok, err := s.Handshake(r, twitchSecrets); ok || (err != nil && !isSentinel(err) && !errors.Is(err, ErrInvalidPayload)) {
 			t.Fatalf("Handshake of an unsigned message: got %t, %v", ok, err)

@@ -89,13 +89,13 @@ func TestZoomVectors(t *testing.T) {
 	})
 	t.Run("Verify", func(t *testing.T) {
 		r := slackV0Request(ZoomSignatureHeader, ZoomTimestampHeader, body, []string{sig}, []string{testTS})
-		slackCheckVerifyErr(t, slackVerifyNoPanic(t, z, r, [][]byte{secret}, testNow), nil)
+		checkVerifyErr(t, verifyNoPanic(t, z, r, [][]byte{secret}, testNow), nil)
 		// The header names are matched in any case (Zoom sends them in
 		// lower case; net/http canonicalizes).
 		h := http.Header{}
 		h.Set("x-zm-signature", sig)
 		h.Set("x-zm-request-timestamp", testTS)
-		slackCheckVerifyErr(t, slackVerifyNoPanic(t, z, Request{Header: h, Body: body}, [][]byte{secret}, testNow), nil)
+		checkVerifyErr(t, verifyNoPanic(t, z, Request{Header: h, Body: body}, [][]byte{secret}, testNow), nil)
 	})
 	t.Run("url_validation", func(t *testing.T) {
 		hs := []byte(`{"payload":{"plainToken":"qgg8vlvZRS6UYooatFL8Aw"},"event_ts":1721954340000,"event":"endpoint.url_validation"}`)
@@ -115,15 +115,15 @@ func TestZoomBodies(t *testing.T) {
 	for _, f := range zoomBodies {
 		t.Run(f.name, func(t *testing.T) {
 			r := zoomRequest(f.body, zoomSecret, testTS)
-			slackCheckVerifyErr(t, slackVerifyNoPanic(t, z, r, zoomSecrets, testNow), nil)
+			checkVerifyErr(t, verifyNoPanic(t, z, r, zoomSecrets, testNow), nil)
 
-			got, err := slackIdentifyNoPanic(t, z, r)
+			got, err := identifyNoPanic(t, z, r)
 			if want, ok := zoomWantIdentity(t, f.body); ok {
 				if err != nil {
 					t.Fatalf("Identify: %v", err)
 				}
 				slackCheckIdentity(t, got, want)
-				slackCheckValidIdentity(t, got)
+				checkValidIdentity(t, got)
 			} else {
 				checkErr(t, err, ErrInvalidPayload)
 			}
@@ -139,7 +139,7 @@ func TestZoomBodies(t *testing.T) {
 			for _, i := range []int{0, len(f.body) / 2, len(f.body) - 1} {
 				changed := r
 				changed.Body = flipByte(f.body, i)
-				slackCheckVerifyErr(t, slackVerifyNoPanic(t, z, changed, zoomSecrets, testNow), ErrNoMatch)
+				checkVerifyErr(t, verifyNoPanic(t, z, changed, zoomSecrets, testNow), ErrNoMatch)
 			}
 		})
 	}
@@ -174,7 +174,7 @@ func TestZoomVerifyMalformed(t *testing.T) {
 	slackRunV0Malformed(t, mustNewZoom(t, Options{}), ZoomSignatureHeader, ZoomTimestampHeader, zoomBodies[2].body, zoomSecret)
 	t.Run("a Slack-signed request is not a Zoom request", func(t *testing.T) {
 		r := slackRequest(zoomBodies[0].body, zoomSecret, testTS)
-		slackCheckVerifyErr(t, slackVerifyNoPanic(t, mustNewZoom(t, Options{}), r, zoomSecrets, testNow), ErrNotSigned)
+		checkVerifyErr(t, verifyNoPanic(t, mustNewZoom(t, Options{}), r, zoomSecrets, testNow), ErrNotSigned)
 	})
 }
 
@@ -197,7 +197,7 @@ func TestZoomRotation(t *testing.T) {
 	z := mustNewZoom(t, Options{})
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			slackCheckVerifyErr(t, slackVerifyNoPanic(t, z, zoomRequest(body, tt.signer, testTS), tt.secrets, testNow), tt.want)
+			checkVerifyErr(t, verifyNoPanic(t, z, zoomRequest(body, tt.signer, testTS), tt.secrets, testNow), tt.want)
 		})
 	}
 }
@@ -211,7 +211,7 @@ func TestZoomTolerance(t *testing.T) {
 			if err := z.Sign(&r, zoomSecret, testNow.Add(-tt.age)); err != nil {
 				t.Fatal(err)
 			}
-			slackCheckVerifyErr(t, slackVerifyNoPanic(t, z, r, zoomSecrets, testNow), tt.want)
+			checkVerifyErr(t, verifyNoPanic(t, z, r, zoomSecrets, testNow), tt.want)
 		})
 	}
 }
@@ -323,7 +323,7 @@ func TestZoomIdentify(t *testing.T) {
 	z := mustNewZoom(t, Options{})
 	for _, tt := range zoomIdentifyCases {
 		t.Run(tt.name, func(t *testing.T) {
-			got, err := slackIdentifyNoPanic(t, z, Request{Header: http.Header{}, Body: []byte(tt.body)})
+			got, err := identifyNoPanic(t, z, Request{Header: http.Header{}, Body: []byte(tt.body)})
 			if tt.want.ID == "" {
 				checkErr(t, err, ErrInvalidPayload)
 				return
@@ -332,7 +332,7 @@ func TestZoomIdentify(t *testing.T) {
 				t.Fatalf("Identify(%q): %v", tt.body, err)
 			}
 			slackCheckIdentity(t, got, tt.want)
-			slackCheckValidIdentity(t, got)
+			checkValidIdentity(t, got)
 		})
 	}
 }
@@ -352,7 +352,7 @@ func FuzzZoomIdentify(f *testing.F) {
 	z := mustNewZoom(f, Options{})
 	f.Fuzz(func(t *testing.T, body []byte) {
 		r := zoomRequest(body, zoomSecret, testTS)
-		slackIdentifyFuzz(t, z, r)
+		fuzzIdentifyValid(t, z, r)
 		reply, ok, err := z.Handshake(r, zoomSecrets)
 		if err != nil && !isSentinel(err) && !errors.Is(err, ErrInvalidPayload) {
 			t.Fatalf("Handshake(%q): got %v", body, err)

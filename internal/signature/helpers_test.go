@@ -1,0 +1,326 @@
+package signature
+
+// Helpers shared by the schemes' tests, fuzz targets and benchmarks.
+
+import (
+	"bytes"
+	"errors"
+	"os"
+	"strings"
+	"testing"
+	"time"
+	"unicode/utf8"
+)
+
+// errSentinels are the causes Verify may return.
+var errSentinels = []error{ErrNotSigned, ErrMalformedHeader, ErrTooOld, ErrTooNew, ErrNoMatch, ErrNoSecret}
+
+// corpusFile is one named payload of a corpus or a table of bodies.
+type corpusFile struct {
+	name string
+	body []byte
+}
+
+func mustReadFile(tb testing.TB, path string) []byte {
+	tb.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return b
+}
+
+// flipByte returns a copy of b with byte i changed.
+func flipByte(b []byte, i int) []byte {
+	c := bytes.Clone(b)
+	c[i] ^= 0x01
+	return c
+}
+
+// changed returns f(body), or body when f is nil: the body of a table case
+// that may alter the signed body.
+func changed(body []byte, f func([]byte) []byte) []byte {
+	if f == nil {
+		return body
+	}
+	return f(body)
+}
+
+// orSecrets returns secrets, or def when secrets is nil: a table case's
+// secrets where nil means the scheme's usual ones.
+func orSecrets(secrets, def [][]byte) [][]byte {
+	if secrets == nil {
+		return def
+	}
+	return secrets
+}
+
+// fuzzHeaders turns one fuzzed string into header values: none when empty,
+// otherwise one value per line, so the fuzzer also reaches the
+// repeated-header path.
+func fuzzHeaders(header string) []string {
+	if header == "" {
+		return nil
+	}
+	return strings.Split(header, "\n")
+}
+
+// checkErr reports whether err matches want: nil for nil, errors.Is otherwise.
+func checkErr(tb testing.TB, err, want error) {
+	tb.Helper()
+	if want == nil {
+		if err != nil {
+			tb.Fatalf("got %v, want nil", err)
+		}
+		return
+	}
+	if !errors.Is(err, want) {
+		tb.Fatalf("got %v, want %v", err, want)
+	}
+}
+
+func isSentinel(err error) bool {
+	for _, s := range errSentinels {
+		if errors.Is(err, s) {
+			return true
+		}
+	}
+	return false
+}
+
+// checkVerifyErr is checkErr that also requires one of the Err* causes.
+func checkVerifyErr(tb testing.TB, err, want error) {
+	tb.Helper()
+	checkErr(tb, err, want)
+	if err != nil && !isSentinel(err) {
+		tb.Errorf("got %v, want one of the Err* causes", err)
+	}
+}
+
+// verifyNoPanic runs Verify and turns a panic into a test failure.
+func verifyNoPanic(tb testing.TB, s Scheme, r Request, secrets [][]byte, now time.Time) (err error) {
+	tb.Helper()
+	defer func() {
+		if p := recover(); p != nil {
+			tb.Fatalf("Verify panicked: %v (headers %q)", p, r.Header)
+		}
+	}()
+	return s.Verify(r, secrets, now)
+}
+
+// identifyNoPanic runs Identify and turns a panic into a test failure.
+func identifyNoPanic(tb testing.TB, s Scheme, r Request) (id Identity, err error) {
+	tb.Helper()
+	defer func() {
+		if p := recover(); p != nil {
+			tb.Fatalf("Identify panicked: %v (body %q)", p, r.Body)
+		}
+	}()
+	return s.Identify(r)
+}
+
+// verifyCase is one Verify input and the cause Verify must report.
+type verifyCase struct {
+	name    string
+	r       Request
+	secrets [][]byte
+	want    error
+}
+
+// runVerifyCases requires at least min cases, then runs each as a sub-test
+// named after it: Verify must not panic, must return want and, when it
+// fails, one of the Err* causes.
+func runVerifyCases(t *testing.T, s Scheme, now time.Time, min int, cases []verifyCase) {
+	t.Helper()
+	if len(cases) < min {
+		t.Fatalf("got %d cases, want at least %d", len(cases), min)
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			checkVerifyErr(t, verifyNoPanic(t, s, tc.r, tc.secrets, now), tc.want)
+		})
+	}
+}
+
+// checkFlipsRejected checks that r, which Verify accepts, is refused with
+// ErrNoMatch once its first, middle or last body byte is changed.
+func checkFlipsRejected(t *testing.T, s Scheme, r Request, secrets [][]byte, now time.Time) {
+	t.Helper()
+	for _, i := range []int{0, len(r.Body) / 2, len(r.Body) - 1} {
+		flipped := r
+		flipped.Body = flipByte(r.Body, i)
+		if err := s.Verify(flipped, secrets, now); !errors.Is(err, ErrNoMatch) {
+			t.Errorf("Verify(body with byte %d flipped): got %v, want %v", i, err, ErrNoMatch)
+		}
+	}
+}
+
+// identifyCase is one body and the identity Identify must return; a zero
+// want.ID means ErrInvalidPayload.
+type identifyCase struct {
+	name string
+	body string
+	want Identity
+}
+
+// runIdentifyCases runs each case as a sub-test named after it: Identify of
+// request(body) must not panic and must return the case's identity.
+func runIdentifyCases(t *testing.T, s Scheme, cases []identifyCase, request func(body []byte) Request) {
+	t.Helper()
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := identifyNoPanic(t, s, request([]byte(tc.body)))
+			checkIdentity(t, got, err, tc.want)
+		})
+	}
+}
+
+// checkIdentity compares an Identify result with want; a zero want.ID means
+// ErrInvalidPayload is expected.
+func checkIdentity(tb testing.TB, got Identity, err error, want Identity) {
+	tb.Helper()
+	if want.ID == "" {
+		if !errors.Is(err, ErrInvalidPayload) {
+			tb.Fatalf("Identify: got %+v, %v; want %v", got, err, ErrInvalidPayload)
+		}
+		return
+	}
+	if err != nil {
+		tb.Fatalf("Identify: got %v, want nil", err)
+	}
+	if got.ID != want.ID || got.Type != want.Type || !got.Created.Equal(want.Created) || got.Account != want.Account || got.Payload != nil || !sameAttrs(got.Attributes, want.Attributes) {
+		tb.Errorf("Identify: got %+v, want %+v", got, want)
+	}
+}
+
+func sameAttrs(a, b map[string]string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for k, v := range a {
+		if w, ok := b[k]; !ok || w != v {
+			return false
+		}
+	}
+	return true
+}
+
+// checkValidIdentity asserts the identity contract every scheme shares.
+func checkValidIdentity(tb testing.TB, id Identity) {
+	tb.Helper()
+	for _, s := range []string{id.ID, id.Type} {
+		if s == "" || len(s) > MaxIdentity || !utf8.ValidString(s) {
+			tb.Fatalf("Identify: got id %q type %q; want both non-empty UTF-8 of at most %d bytes", id.ID, id.Type, MaxIdentity)
+		}
+	}
+}
+
+// fuzzVerify is the common part of the Verify fuzz targets: r must be
+// refused without secrets and, with secrets, either accepted or refused with
+// one of the Err* causes. It reports whether r was accepted, for the target
+// to check that it is rightly signed.
+func fuzzVerify(t *testing.T, s Scheme, r Request, secrets [][]byte, now time.Time) bool {
+	t.Helper()
+	if err := s.Verify(r, nil, now); err == nil {
+		t.Fatalf("Verify(headers %q) with no secrets: got nil, want an error", r.Header)
+	}
+	err := s.Verify(r, secrets, now)
+	if err != nil && !isSentinel(err) {
+		t.Fatalf("Verify(headers %q, body %q): got %v, want one of the Err* causes", r.Header, r.Body, err)
+	}
+	return err == nil
+}
+
+// fuzzIdentify is the common part of the Identify fuzz targets: Identify
+// returns an identity (ok) or ErrInvalidPayload, nothing else.
+func fuzzIdentify(t *testing.T, s Scheme, r Request) (id Identity, ok bool) {
+	t.Helper()
+	id, err := s.Identify(r)
+	if err != nil {
+		if !errors.Is(err, ErrInvalidPayload) {
+			t.Fatalf("Identify(%q): got %v, want %v", r.Body, err, ErrInvalidPayload)
+		}
+		return Identity{}, false
+	}
+	return id, true
+}
+
+// fuzzSplit is fuzzIdentify for the schemes whose delivery carries several
+// events: Split returns at least one identity (ok) or ErrInvalidPayload.
+func fuzzSplit(t *testing.T, s Splitter, r Request) (ids []Identity, ok bool) {
+	t.Helper()
+	ids, err := s.Split(r)
+	if err != nil {
+		if !errors.Is(err, ErrInvalidPayload) {
+			t.Fatalf("Split: got %v, want %v", err, ErrInvalidPayload)
+		}
+		return nil, false
+	}
+	if len(ids) == 0 {
+		t.Fatal("Split: got no events and no error")
+	}
+	return ids, true
+}
+
+// benchRun runs op once per iteration in the sub-benchmark name, reporting
+// allocations and n bytes processed per iteration.
+func benchRun(b *testing.B, name string, n int, op func(b *testing.B)) {
+	b.Helper()
+	b.Run(name, func(b *testing.B) {
+		b.ReportAllocs()
+		b.SetBytes(int64(n))
+		for b.Loop() {
+			op(b)
+		}
+	})
+}
+
+// benchScheme checks that s accepts and identifies r, then runs the
+// sub-benchmarks bareName (bare is one run of the scheme's bare primitive
+// over the same bytes, the floor), "verify" and "verify+identify", each over
+// len(r.Body) bytes. A Splitter is timed with Split instead of Identify, as
+// the ingest calls it. infra/bench parses these names.
+func benchScheme(b *testing.B, s Scheme, r Request, secrets [][]byte, now time.Time, bareName string, bare func(b *testing.B)) {
+	b.Helper()
+	identify := func() error {
+		_, err := s.Identify(r)
+		return err
+	}
+	if sp, ok := s.(Splitter); ok {
+		identify = func() error {
+			_, err := sp.Split(r)
+			return err
+		}
+	}
+	// Each variant must succeed once before it is timed.
+	if err := s.Verify(r, secrets, now); err != nil {
+		b.Fatal(err)
+	}
+	if err := identify(); err != nil {
+		b.Fatal(err)
+	}
+	n := len(r.Body)
+	benchRun(b, bareName, n, bare)
+	benchRun(b, "verify", n, func(b *testing.B) {
+		if err := s.Verify(r, secrets, now); err != nil {
+			b.Fatal(err)
+		}
+	})
+	benchRun(b, "verify+identify", n, func(b *testing.B) {
+		if err := s.Verify(r, secrets, now); err != nil {
+			b.Fatal(err)
+		}
+		if err := identify(); err != nil {
+			b.Fatal(err)
+		}
+	})
+}
+
+// fuzzIdentifyValid checks the Identify contract: ErrInvalidPayload or a
+// valid identity, never a panic.
+func fuzzIdentifyValid(t *testing.T, s Scheme, r Request) {
+	t.Helper()
+	if id, ok := fuzzIdentify(t, s, r); ok {
+		checkValidIdentity(t, id)
+	}
+}
