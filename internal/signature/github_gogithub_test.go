@@ -151,17 +151,13 @@ func TestGitHubAgreesWithGoGitHub(t *testing.T) {
 func BenchmarkGitHubGoGitHub(b *testing.B) {
 	body := githubPROpened(b)
 	sig := githubHex(body, githubSecret)
-	b.Run("ValidatePayloadFromBody+ParseWebHook", func(b *testing.B) {
-		b.ReportAllocs()
-		b.SetBytes(int64(len(body)))
-		for b.Loop() {
-			payload, err := github.ValidatePayloadFromBody("application/json", bytes.NewReader(body), sig, githubSecret)
-			if err != nil {
-				b.Fatal(err)
-			}
-			if _, err := github.ParseWebHook("pull_request", payload); err != nil {
-				b.Fatal(err)
-			}
+	benchRun(b, "ValidatePayloadFromBody+ParseWebHook", len(body), func(b *testing.B) {
+		payload, err := github.ValidatePayloadFromBody("application/json", bytes.NewReader(body), sig, githubSecret)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if _, err := github.ParseWebHook("pull_request", payload); err != nil {
+			b.Fatal(err)
 		}
 	})
 }

@@ -383,43 +383,11 @@ func FuzzIntercomIdentify(f *testing.F) {
 func BenchmarkIntercom(b *testing.B) {
 	body := []byte(intercomBodies[0].body)
 	r := intercomRequest(body, intercomHex(body, intercomSecret))
-	s := intercomNew(b)
-	if err := s.Verify(r, intercomSecrets, testNow); err != nil {
-		b.Fatal(err)
-	}
-	if _, err := s.Identify(r); err != nil {
-		b.Fatal(err)
-	}
-	b.Run("bare-hmac", func(b *testing.B) {
-		b.ReportAllocs()
-		b.SetBytes(int64(len(body)))
-		var sum [sha1.Size]byte
-		for b.Loop() {
-			mac := hmac.New(sha1.New, intercomSecret)
-			mac.Write(body)
-			mac.Sum(sum[:0])
-		}
-	})
-	b.Run("verify", func(b *testing.B) {
-		b.ReportAllocs()
-		b.SetBytes(int64(len(body)))
-		for b.Loop() {
-			if err := s.Verify(r, intercomSecrets, testNow); err != nil {
-				b.Fatal(err)
-			}
-		}
-	})
-	b.Run("verify+identify", func(b *testing.B) {
-		b.ReportAllocs()
-		b.SetBytes(int64(len(body)))
-		for b.Loop() {
-			if err := s.Verify(r, intercomSecrets, testNow); err != nil {
-				b.Fatal(err)
-			}
-			if _, err := s.Identify(r); err != nil {
-				b.Fatal(err)
-			}
-		}
+	var sum [sha1.Size]byte
+	benchScheme(b, intercomNew(b), r, intercomSecrets, testNow, "bare-hmac", func(*testing.B) {
+		mac := hmac.New(sha1.New, intercomSecret)
+		mac.Write(body)
+		mac.Sum(sum[:0])
 	})
 }
 

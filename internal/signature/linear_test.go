@@ -444,44 +444,12 @@ func FuzzLinearIdentify(f *testing.F) {
 
 func BenchmarkLinear(b *testing.B) {
 	body := linearBodies[0].body
-	s := mustNewLinear(b, Options{})
 	r := linearRequest(body, linearDelivery, "Issue", linearHex(linearSecret, body))
-	if err := s.Verify(r, linearSecrets, testNow); err != nil {
-		b.Fatal(err)
-	}
-	if _, err := s.Identify(r); err != nil {
-		b.Fatal(err)
-	}
-	b.Run("bare-hmac", func(b *testing.B) {
-		b.ReportAllocs()
-		b.SetBytes(int64(len(body)))
-		var sum [sha256.Size]byte
-		for b.Loop() {
-			m := hmac.New(sha256.New, linearSecret)
-			m.Write(body)
-			m.Sum(sum[:0])
-		}
-	})
-	b.Run("verify", func(b *testing.B) {
-		b.ReportAllocs()
-		b.SetBytes(int64(len(body)))
-		for b.Loop() {
-			if err := s.Verify(r, linearSecrets, testNow); err != nil {
-				b.Fatal(err)
-			}
-		}
-	})
-	b.Run("verify+identify", func(b *testing.B) {
-		b.ReportAllocs()
-		b.SetBytes(int64(len(body)))
-		for b.Loop() {
-			if err := s.Verify(r, linearSecrets, testNow); err != nil {
-				b.Fatal(err)
-			}
-			if _, err := s.Identify(r); err != nil {
-				b.Fatal(err)
-			}
-		}
+	var sum [sha256.Size]byte
+	benchScheme(b, mustNewLinear(b, Options{}), r, linearSecrets, testNow, "bare-hmac", func(*testing.B) {
+		m := hmac.New(sha256.New, linearSecret)
+		m.Write(body)
+		m.Sum(sum[:0])
 	})
 }
 

@@ -499,43 +499,11 @@ func BenchmarkMeta(b *testing.B) {
 		b.Fatal("bench body is not JSON")
 	}
 	r := metaRequest(body, githubHex(body, metaSecret))
-	m := metaNew(b)
-	if err := m.Verify(r, metaSecrets, testNow); err != nil {
-		b.Fatal(err)
-	}
-	if _, err := m.Identify(r); err != nil {
-		b.Fatal(err)
-	}
-	b.Run("bare-hmac", func(b *testing.B) {
-		b.ReportAllocs()
-		b.SetBytes(int64(len(body)))
-		var sum [sha256.Size]byte
-		for b.Loop() {
-			mac := hmac.New(sha256.New, metaSecret)
-			mac.Write(body)
-			mac.Sum(sum[:0])
-		}
-	})
-	b.Run("verify", func(b *testing.B) {
-		b.ReportAllocs()
-		b.SetBytes(int64(len(body)))
-		for b.Loop() {
-			if err := m.Verify(r, metaSecrets, testNow); err != nil {
-				b.Fatal(err)
-			}
-		}
-	})
-	b.Run("verify+identify", func(b *testing.B) {
-		b.ReportAllocs()
-		b.SetBytes(int64(len(body)))
-		for b.Loop() {
-			if err := m.Verify(r, metaSecrets, testNow); err != nil {
-				b.Fatal(err)
-			}
-			if _, err := m.Identify(r); err != nil {
-				b.Fatal(err)
-			}
-		}
+	var sum [sha256.Size]byte
+	benchScheme(b, metaNew(b), r, metaSecrets, testNow, "bare-hmac", func(*testing.B) {
+		mac := hmac.New(sha256.New, metaSecret)
+		mac.Write(body)
+		mac.Sum(sum[:0])
 	})
 }
 

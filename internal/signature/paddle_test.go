@@ -578,44 +578,12 @@ func FuzzPaddleIdentify(f *testing.F) {
 func BenchmarkPaddle(b *testing.B) {
 	body := []byte(paddleSubscriptionCreated)
 	r := paddleRequest(body, SignPaddle(body, paddleSecret, testNow))
-	p := mustNewPaddle(b, Options{})
-	if err := p.Verify(r, paddleSecrets, testNow); err != nil {
-		b.Fatal(err)
-	}
-	if _, err := p.Identify(r); err != nil {
-		b.Fatal(err)
-	}
-	b.Run("bare-hmac", func(b *testing.B) {
-		b.ReportAllocs()
-		b.SetBytes(int64(len(body)))
-		prefix := []byte(testTS + ":")
-		var sum [sha256.Size]byte
-		for b.Loop() {
-			mac := hmac.New(sha256.New, paddleSecret)
-			mac.Write(prefix)
-			mac.Write(body)
-			mac.Sum(sum[:0])
-		}
-	})
-	b.Run("verify", func(b *testing.B) {
-		b.ReportAllocs()
-		b.SetBytes(int64(len(body)))
-		for b.Loop() {
-			if err := p.Verify(r, paddleSecrets, testNow); err != nil {
-				b.Fatal(err)
-			}
-		}
-	})
-	b.Run("verify+identify", func(b *testing.B) {
-		b.ReportAllocs()
-		b.SetBytes(int64(len(body)))
-		for b.Loop() {
-			if err := p.Verify(r, paddleSecrets, testNow); err != nil {
-				b.Fatal(err)
-			}
-			if _, err := p.Identify(r); err != nil {
-				b.Fatal(err)
-			}
-		}
+	prefix := []byte(testTS + ":")
+	var sum [sha256.Size]byte
+	benchScheme(b, mustNewPaddle(b, Options{}), r, paddleSecrets, testNow, "bare-hmac", func(*testing.B) {
+		mac := hmac.New(sha256.New, paddleSecret)
+		mac.Write(prefix)
+		mac.Write(body)
+		mac.Sum(sum[:0])
 	})
 }

@@ -548,45 +548,13 @@ func FuzzShopifyIdentify(f *testing.F) {
 // (Shopify publishes no Go library).
 func BenchmarkShopify(b *testing.B) {
 	body := []byte(shopifyOrder)
-	s := mustNewShopify(b)
 	h := shopifyHeaders()
 	h.Set(ShopifyHMACHeader, SignShopify(body, shopifySecret))
 	r := Request{Method: http.MethodPost, Header: h, Body: body}
-	if err := s.Verify(r, shopifySecrets, testNow); err != nil {
-		b.Fatal(err)
-	}
-	if _, err := s.Identify(r); err != nil {
-		b.Fatal(err)
-	}
-	b.Run("bare-hmac", func(b *testing.B) {
-		b.ReportAllocs()
-		b.SetBytes(int64(len(body)))
-		var sum [sha256.Size]byte
-		for b.Loop() {
-			mac := hmac.New(sha256.New, shopifySecret)
-			mac.Write(body)
-			mac.Sum(sum[:0])
-		}
-	})
-	b.Run("verify", func(b *testing.B) {
-		b.ReportAllocs()
-		b.SetBytes(int64(len(body)))
-		for b.Loop() {
-			if err := s.Verify(r, shopifySecrets, testNow); err != nil {
-				b.Fatal(err)
-			}
-		}
-	})
-	b.Run("verify+identify", func(b *testing.B) {
-		b.ReportAllocs()
-		b.SetBytes(int64(len(body)))
-		for b.Loop() {
-			if err := s.Verify(r, shopifySecrets, testNow); err != nil {
-				b.Fatal(err)
-			}
-			if _, err := s.Identify(r); err != nil {
-				b.Fatal(err)
-			}
-		}
+	var sum [sha256.Size]byte
+	benchScheme(b, mustNewShopify(b), r, shopifySecrets, testNow, "bare-hmac", func(*testing.B) {
+		mac := hmac.New(sha256.New, shopifySecret)
+		mac.Write(body)
+		mac.Sum(sum[:0])
 	})
 }

@@ -442,45 +442,13 @@ func FuzzSquareIdentify(f *testing.F) {
 // Square's Go SDK (square-go-sdk) is not a dependency of this module.
 func BenchmarkSquare(b *testing.B) {
 	body := []byte(squarePaymentUpdated)
-	s := mustNewSquare(b, Options{URL: squareURL})
 	r := squareRequest(body, SignSquare(squareURL, body, squareKey))
-	if err := s.Verify(r, squareSecrets, testNow); err != nil {
-		b.Fatal(err)
-	}
-	if _, err := s.Identify(r); err != nil {
-		b.Fatal(err)
-	}
 	url := []byte(squareURL)
-	b.Run("bare-hmac", func(b *testing.B) {
-		b.ReportAllocs()
-		b.SetBytes(int64(len(body)))
-		var sum [sha256.Size]byte
-		for b.Loop() {
-			mac := hmac.New(sha256.New, squareKey)
-			mac.Write(url)
-			mac.Write(body)
-			mac.Sum(sum[:0])
-		}
-	})
-	b.Run("verify", func(b *testing.B) {
-		b.ReportAllocs()
-		b.SetBytes(int64(len(body)))
-		for b.Loop() {
-			if err := s.Verify(r, squareSecrets, testNow); err != nil {
-				b.Fatal(err)
-			}
-		}
-	})
-	b.Run("verify+identify", func(b *testing.B) {
-		b.ReportAllocs()
-		b.SetBytes(int64(len(body)))
-		for b.Loop() {
-			if err := s.Verify(r, squareSecrets, testNow); err != nil {
-				b.Fatal(err)
-			}
-			if _, err := s.Identify(r); err != nil {
-				b.Fatal(err)
-			}
-		}
+	var sum [sha256.Size]byte
+	benchScheme(b, mustNewSquare(b, Options{URL: squareURL}), r, squareSecrets, testNow, "bare-hmac", func(*testing.B) {
+		mac := hmac.New(sha256.New, squareKey)
+		mac.Write(url)
+		mac.Write(body)
+		mac.Sum(sum[:0])
 	})
 }

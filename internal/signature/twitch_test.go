@@ -547,45 +547,13 @@ func FuzzTwitchIdentify(f *testing.F) {
 
 func BenchmarkTwitch(b *testing.B) {
 	body := twitchBodies[0].body
-	s := mustNewTwitch(b, Options{})
 	r := twitchRequest(body, twitchSecret, twitchDocID, twitchTS, TwitchNotification)
-	if err := s.Verify(r, twitchSecrets, testNow); err != nil {
-		b.Fatal(err)
-	}
-	if _, err := s.Identify(r); err != nil {
-		b.Fatal(err)
-	}
-	b.Run("bare-hmac", func(b *testing.B) {
-		b.ReportAllocs()
-		b.SetBytes(int64(len(body)))
-		pre := []byte(twitchDocID + twitchTS)
-		var sum [sha256.Size]byte
-		for b.Loop() {
-			m := hmac.New(sha256.New, twitchSecret)
-			m.Write(pre)
-			m.Write(body)
-			m.Sum(sum[:0])
-		}
-	})
-	b.Run("verify", func(b *testing.B) {
-		b.ReportAllocs()
-		b.SetBytes(int64(len(body)))
-		for b.Loop() {
-			if err := s.Verify(r, twitchSecrets, testNow); err != nil {
-				b.Fatal(err)
-			}
-		}
-	})
-	b.Run("verify+identify", func(b *testing.B) {
-		b.ReportAllocs()
-		b.SetBytes(int64(len(body)))
-		for b.Loop() {
-			if err := s.Verify(r, twitchSecrets, testNow); err != nil {
-				b.Fatal(err)
-			}
-			if _, err := s.Identify(r); err != nil {
-				b.Fatal(err)
-			}
-		}
+	pre := []byte(twitchDocID + twitchTS)
+	var sum [sha256.Size]byte
+	benchScheme(b, mustNewTwitch(b, Options{}), r, twitchSecrets, testNow, "bare-hmac", func(*testing.B) {
+		m := hmac.New(sha256.New, twitchSecret)
+		m.Write(pre)
+		m.Write(body)
+		m.Sum(sum[:0])
 	})
 }
