@@ -523,14 +523,7 @@ func FuzzDiscordVerify(f *testing.F) {
 			sig = strings.NewReplacer(sigCur, cur, sigOld, discordHex(discordKeyOld, first, body), sigUpper, strings.ToUpper(cur)).Replace(sig)
 		}
 		r := discordHeaders(body, fuzzHeaders(sig), fuzzHeaders(ts))
-		if err := d.Verify(r, nil, testNow); err == nil {
-			t.Fatal("Verify with no keys: got nil, want an error")
-		}
-		err := d.Verify(r, secrets, testNow)
-		if err != nil {
-			if !isSentinel(err) {
-				t.Fatalf("Verify(%q, %q): got %v, want one of the Err* causes", sig, ts, err)
-			}
+		if !fuzzVerify(t, d, r, secrets, testNow) {
 			return
 		}
 		if strings.Contains(sig, "\n") || strings.Contains(ts, "\n") {

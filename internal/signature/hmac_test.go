@@ -657,14 +657,7 @@ func FuzzHMACVerify(f *testing.F) {
 				r.Header.Add(st.o.TimestampHeader, v)
 			}
 		}
-		if err := s.Verify(r, nil, testNow); err == nil {
-			t.Fatal("Verify with no secrets: got nil, want an error")
-		}
-		err := s.Verify(r, secrets, testNow)
-		if err != nil {
-			if !isSentinel(err) {
-				t.Fatalf("Verify: got %v, want one of the Err* causes", err)
-			}
+		if !fuzzVerify(t, s, r, secrets, testNow) {
 			return
 		}
 		if st.o.TimestampHeader != "" {
@@ -716,11 +709,8 @@ func FuzzHMACIdentify(f *testing.F) {
 				}
 			}
 		}
-		got, err := schemes[int(style)%len(hmacStyles)].Identify(r)
-		if err != nil {
-			if !errors.Is(err, ErrInvalidPayload) {
-				t.Fatalf("Identify: got %v, want %v", err, ErrInvalidPayload)
-			}
+		got, ok := fuzzIdentify(t, schemes[int(style)%len(hmacStyles)], r)
+		if !ok {
 			return
 		}
 		if got.ID == "" || len(got.ID) > 512 || !utf8.ValidString(got.ID) || got.Type == "" || !utf8.ValidString(got.Type) {

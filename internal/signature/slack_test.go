@@ -919,14 +919,7 @@ func slackV0Fuzz(f *testing.F, s Scheme, sigHeader, tsHeader string, body, secre
 		sig = strings.NewReplacer(sigCur, cur, sigOld, slackV0Hex(secretOld, first, body), sigUpper, strings.ToUpper(cur)).Replace(sig)
 		r := slackV0Request(sigHeader, tsHeader, body, fuzzHeaders(sig), fuzzHeaders(ts))
 
-		if err := s.Verify(r, nil, testNow); err == nil {
-			t.Fatalf("Verify(%q, %q) with no secrets: got nil, want an error", sig, ts)
-		}
-		err := s.Verify(r, secrets, testNow)
-		if err != nil {
-			if !isSentinel(err) {
-				t.Fatalf("Verify(%q, %q): got %v, want one of the Err* causes", sig, ts, err)
-			}
+		if !fuzzVerify(t, s, r, secrets, testNow) {
 			return
 		}
 		// Accepted: one header each, a canonical timestamp within the
