@@ -420,24 +420,7 @@ var paddleIdentifyCases = []identifyCase{
 }
 
 func TestPaddleIdentify(t *testing.T) {
-	p := mustNewPaddle(t, Options{})
-	for _, tt := range paddleIdentifyCases {
-		t.Run(tt.name, func(t *testing.T) {
-			got, err := p.Identify(paddleRequest([]byte(tt.body)))
-			if tt.want.ID == "" {
-				if !errors.Is(err, ErrInvalidPayload) {
-					t.Fatalf("Identify(%q): got %+v, %v; want %v", tt.body, got, err, ErrInvalidPayload)
-				}
-				return
-			}
-			if err != nil {
-				t.Fatalf("Identify(%q): got %v, want nil", tt.body, err)
-			}
-			if got.ID != tt.want.ID || got.Type != tt.want.Type || !got.Created.Equal(tt.want.Created) {
-				t.Errorf("Identify(%q): got %+v, want %+v", tt.body, got, tt.want)
-			}
-		})
-	}
+	runIdentifyCases(t, mustNewPaddle(t, Options{}), paddleIdentifyCases, func(body []byte) Request { return paddleRequest(body) })
 }
 
 // ExampleSignPaddle pins the header format; the h1 was computed with openssl

@@ -342,24 +342,7 @@ var squareIdentifyCases = []identifyCase{
 }
 
 func TestSquareIdentify(t *testing.T) {
-	s := mustNewSquare(t, Options{URL: squareURL})
-	for _, tt := range squareIdentifyCases {
-		t.Run(tt.name, func(t *testing.T) {
-			got, err := s.Identify(squareRequest([]byte(tt.body)))
-			if tt.want.ID == "" {
-				if !errors.Is(err, ErrInvalidPayload) {
-					t.Fatalf("Identify(%q): got %+v, %v; want %v", tt.body, got, err, ErrInvalidPayload)
-				}
-				return
-			}
-			if err != nil {
-				t.Fatalf("Identify(%q): got %v, want nil", tt.body, err)
-			}
-			if got.ID != tt.want.ID || got.Type != tt.want.Type || !got.Created.Equal(tt.want.Created) || got.Attributes["merchant_id"] != tt.want.Attributes["merchant_id"] {
-				t.Errorf("Identify(%q): got %+v, want %+v", tt.body, got, tt.want)
-			}
-		})
-	}
+	runIdentifyCases(t, mustNewSquare(t, Options{URL: squareURL}), squareIdentifyCases, func(body []byte) Request { return squareRequest(body) })
 }
 
 // ExampleSignSquare pins the value; it was computed with openssl

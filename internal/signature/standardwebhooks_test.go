@@ -841,24 +841,9 @@ var standardWebhooksIdentifyCases = []identifyCase{
 
 func TestStandardWebhooksIdentify(t *testing.T) {
 	s := mustNewStandardWebhooks(t, Options{})
-	for _, tt := range standardWebhooksIdentifyCases {
-		t.Run(tt.name, func(t *testing.T) {
-			r := standardWebhooksRequest(standardWebhooksModeSpec, standardWebhooksID, testTS, "v1,x", []byte(tt.body))
-			got, err := s.Identify(r)
-			if tt.want.ID == "" {
-				if !errors.Is(err, ErrInvalidPayload) {
-					t.Fatalf("Identify(%q): got %+v, %v; want %v", tt.body, got, err, ErrInvalidPayload)
-				}
-				return
-			}
-			if err != nil {
-				t.Fatalf("Identify(%q): got %v, want nil", tt.body, err)
-			}
-			if got.ID != tt.want.ID || got.Type != tt.want.Type || !got.Created.Equal(tt.want.Created) {
-				t.Errorf("Identify(%q): got %+v, want %+v", tt.body, got, tt.want)
-			}
-		})
-	}
+	runIdentifyCases(t, s, standardWebhooksIdentifyCases, func(body []byte) Request {
+		return standardWebhooksRequest(standardWebhooksModeSpec, standardWebhooksID, testTS, "v1,x", body)
+	})
 
 	body := []byte(`{"type":"a.b"}`)
 	idTests := []struct {

@@ -545,35 +545,7 @@ var stripeIdentifyCases = []identifyCase{
 }
 
 func TestStripeIdentify(t *testing.T) {
-	s := mustNewStripe(t, Options{})
-	for _, tt := range stripeIdentifyCases {
-		t.Run(tt.name, func(t *testing.T) {
-			var (
-				got Identity
-				err error
-			)
-			func() {
-				defer func() {
-					if p := recover(); p != nil {
-						t.Fatalf("Identify(%q) panicked: %v", tt.body, p)
-					}
-				}()
-				got, err = s.Identify(stripeRequest([]byte(tt.body)))
-			}()
-			if tt.want.ID == "" {
-				if !errors.Is(err, ErrInvalidPayload) {
-					t.Fatalf("Identify(%q): got %+v, %v; want %v", tt.body, got, err, ErrInvalidPayload)
-				}
-				return
-			}
-			if err != nil {
-				t.Fatalf("Identify(%q): got %v, want nil", tt.body, err)
-			}
-			if got.ID != tt.want.ID || got.Type != tt.want.Type || !got.Created.Equal(tt.want.Created) {
-				t.Errorf("Identify(%q): got %+v, want %+v", tt.body, got, tt.want)
-			}
-		})
-	}
+	runIdentifyCases(t, mustNewStripe(t, Options{}), stripeIdentifyCases, func(body []byte) Request { return stripeRequest(body) })
 }
 
 // ExampleSignStripe pins the header format; the value was computed with
