@@ -351,7 +351,7 @@ func TestDiscordTolerance(t *testing.T) {
 	}
 }
 
-func TestNewDiscord(t *testing.T) { slackCheckNew(t, NewDiscord) }
+func TestNewDiscord(t *testing.T) { runOptionsCases(t, NewDiscord, slackOptionsCases) }
 
 func TestDiscordSign(t *testing.T) {
 	d := mustNewDiscord(t, Options{})

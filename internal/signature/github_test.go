@@ -266,25 +266,13 @@ func TestGitHubNoTolerance(t *testing.T) {
 }
 
 func TestNewGitHubOptions(t *testing.T) {
-	tests := []struct {
-		name    string
-		o       Options
-		wantErr bool
-	}{
+	runOptionsCases(t, NewGitHub, []optionsCase{
 		{"zero", Options{}, false},
 		{"tolerance", Options{Tolerance: time.Minute}, true},
 		{"negative tolerance", Options{Tolerance: -time.Minute}, true},
 		{"URL", Options{URL: "https://hooks.example.com/github"}, true},
 		{"HMAC options", Options{HMAC: HMACOptions{Header: "X-Signature"}}, true},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			_, err := NewGitHub(tt.o)
-			if (err != nil) != tt.wantErr {
-				t.Errorf("NewGitHub(%+v): got %v, want error %v", tt.o, err, tt.wantErr)
-			}
-		})
-	}
+	})
 }
 
 // githubMalformedCase is one Verify input. sig and legacy are the values of

@@ -527,25 +527,13 @@ func TestGitLabTolerance(t *testing.T) {
 }
 
 func TestNewGitLabOptions(t *testing.T) {
-	tests := []struct {
-		name    string
-		o       Options
-		wantErr bool
-	}{
+	runOptionsCases(t, NewGitLab, []optionsCase{
 		{"zero", Options{}, false},
 		{"tolerance", Options{Tolerance: time.Minute}, false},
 		{"negative tolerance", Options{Tolerance: -time.Minute}, true},
 		{"URL", Options{URL: "https://hooks.example.com/gitlab"}, true},
 		{"HMAC options", Options{HMAC: HMACOptions{Header: "X-Gitlab-Token"}}, true},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			_, err := NewGitLab(tt.o)
-			if (err != nil) != tt.wantErr {
-				t.Errorf("NewGitLab(%+v): got %v, want error %v", tt.o, err, tt.wantErr)
-			}
-		})
-	}
+	})
 }
 
 func TestGitLabSignErrors(t *testing.T) {

@@ -6,6 +6,7 @@ import (
 	"bytes"
 	"errors"
 	"os"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -322,5 +323,32 @@ func fuzzIdentifyValid(t *testing.T, s Scheme, r Request) {
 	t.Helper()
 	if id, ok := fuzzIdentify(t, s, r); ok {
 		checkValidIdentity(t, id)
+	}
+}
+
+// optionsCase is one Options value and whether the constructor must refuse
+// it.
+type optionsCase struct {
+	name    string
+	o       Options
+	wantErr bool
+}
+
+// runOptionsCases runs each case as a sub-test named after it: newScheme
+// must fail exactly when wantErr, and return a scheme exactly when it does
+// not fail.
+func runOptionsCases[S Scheme](t *testing.T, newScheme func(Options) (S, error), cases []optionsCase) {
+	t.Helper()
+	for _, tt := range cases {
+		t.Run(tt.name, func(t *testing.T) {
+			s, err := newScheme(tt.o)
+			if gotErr := err != nil; gotErr != tt.wantErr {
+				t.Fatalf("new scheme (%+v): got error %v, want error %t", tt.o, err, tt.wantErr)
+			}
+			v := reflect.ValueOf(s)
+			if isNil := !v.IsValid() || v.IsNil(); isNil == (err == nil) {
+				t.Fatalf("new scheme (%+v): got scheme %v with error %v, want exactly one of them", tt.o, s, err)
+			}
+		})
 	}
 }

@@ -336,11 +336,7 @@ func TestHubSpotTolerance(t *testing.T) {
 }
 
 func TestNewHubSpot(t *testing.T) {
-	tests := []struct {
-		name    string
-		o       Options
-		wantErr bool
-	}{
+	runOptionsCases(t, NewHubSpot, []optionsCase{
 		{"https URL", Options{URL: hubspotURL}, false},
 		{"tolerance", Options{URL: hubspotURL, Tolerance: time.Minute}, false},
 		{"no URL", Options{}, true},
@@ -350,18 +346,7 @@ func TestNewHubSpot(t *testing.T) {
 		{"URL without host", Options{URL: "https:///x"}, true},
 		{"negative tolerance", Options{URL: hubspotURL, Tolerance: -1}, true},
 		{"HMAC options", Options{URL: hubspotURL, HMAC: HMACOptions{Header: "X"}}, true},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			s, err := NewHubSpot(tt.o)
-			if gotErr := err != nil; gotErr != tt.wantErr {
-				t.Fatalf("NewHubSpot(%+v): got error %v, want error %t", tt.o, err, tt.wantErr)
-			}
-			if err == nil && s == nil {
-				t.Fatal("got nil scheme and nil error")
-			}
-		})
-	}
+	})
 }
 
 // hubspotCase is one request and the cause Verify must report.

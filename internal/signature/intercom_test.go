@@ -233,22 +233,12 @@ func TestIntercomRotation(t *testing.T) {
 }
 
 func TestNewIntercomOptions(t *testing.T) {
-	for _, tt := range []struct {
-		name    string
-		o       Options
-		wantErr bool
-	}{
+	runOptionsCases(t, NewIntercom, []optionsCase{
 		{"zero", Options{}, false},
 		{"tolerance", Options{Tolerance: time.Minute}, true},
 		{"URL", Options{URL: "https://hooks.example.com/intercom"}, true},
 		{"HMAC options", Options{HMAC: HMACOptions{Algorithm: "sha1"}}, true},
-	} {
-		t.Run(tt.name, func(t *testing.T) {
-			if _, err := NewIntercom(tt.o); (err != nil) != tt.wantErr {
-				t.Errorf("NewIntercom(%+v): got %v, want error %v", tt.o, err, tt.wantErr)
-			}
-		})
-	}
+	})
 }
 
 // intercomIdentifyCases is shared with the fuzz test as seeds; a zero

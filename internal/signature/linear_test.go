@@ -295,7 +295,7 @@ func TestLinearTolerance(t *testing.T) {
 	}
 }
 
-func TestNewLinear(t *testing.T) { slackCheckNew(t, NewLinear) }
+func TestNewLinear(t *testing.T) { runOptionsCases(t, NewLinear, slackOptionsCases) }
 
 // linearIdentifyCases is shared with the fuzz test as seeds. A zero
 // want.ID means ErrInvalidPayload.

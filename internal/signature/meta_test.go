@@ -187,22 +187,12 @@ func TestMetaRotation(t *testing.T) {
 }
 
 func TestNewMetaOptions(t *testing.T) {
-	for _, tt := range []struct {
-		name    string
-		o       Options
-		wantErr bool
-	}{
+	runOptionsCases(t, NewMeta, []optionsCase{
 		{"zero", Options{}, false},
 		{"tolerance", Options{Tolerance: time.Minute}, true},
 		{"URL", Options{URL: "https://hooks.example.com/meta"}, true},
 		{"HMAC options", Options{HMAC: HMACOptions{Header: "X-Hub-Signature-256"}}, true},
-	} {
-		t.Run(tt.name, func(t *testing.T) {
-			if _, err := NewMeta(tt.o); (err != nil) != tt.wantErr {
-				t.Errorf("NewMeta(%+v): got %v, want error %v", tt.o, err, tt.wantErr)
-			}
-		})
-	}
+	})
 }
 
 // metaIdentifyCases is shared with the fuzz test as seeds; a zero want.ID

@@ -252,25 +252,13 @@ func TestPaddleTolerance(t *testing.T) {
 }
 
 func TestNewPaddle(t *testing.T) {
-	tests := []struct {
-		name    string
-		o       Options
-		wantErr bool
-	}{
+	runOptionsCases(t, NewPaddle, []optionsCase{
 		{"defaults", Options{}, false},
 		{"5s tolerance", Options{Tolerance: 5 * time.Second}, false},
 		{"negative tolerance", Options{Tolerance: -1}, true},
 		{"url set", Options{URL: "https://example.com/paddle"}, true},
 		{"hmac options set", Options{HMAC: HMACOptions{Algorithm: "sha256"}}, true},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			p, err := NewPaddle(tt.o)
-			if gotErr := err != nil; gotErr != tt.wantErr || (err == nil) == (p == nil) {
-				t.Fatalf("NewPaddle(%+v): got %v, %v; want error %t", tt.o, p, err, tt.wantErr)
-			}
-		})
-	}
+	})
 }
 
 // paddleCase is one set of Paddle-Signature values and the cause Verify

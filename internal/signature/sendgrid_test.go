@@ -336,28 +336,13 @@ func TestSendGridTolerance(t *testing.T) {
 }
 
 func TestNewSendGrid(t *testing.T) {
-	tests := []struct {
-		name    string
-		o       Options
-		wantErr bool
-	}{
+	runOptionsCases(t, NewSendGrid, []optionsCase{
 		{"defaults", Options{}, false},
 		{"tolerance", Options{Tolerance: time.Minute}, false},
 		{"negative tolerance", Options{Tolerance: -time.Minute}, true},
 		{"URL", Options{URL: "https://hooks.example.com/sendgrid"}, true},
 		{"HMAC options", Options{HMAC: HMACOptions{Header: "X"}}, true},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			s, err := NewSendGrid(tt.o)
-			if gotErr := err != nil; gotErr != tt.wantErr {
-				t.Fatalf("NewSendGrid(%+v): got error %v, want error %t", tt.o, err, tt.wantErr)
-			}
-			if err == nil && s == nil {
-				t.Fatal("got nil scheme and nil error")
-			}
-		})
-	}
+	})
 }
 
 func TestSendGridSign(t *testing.T) {

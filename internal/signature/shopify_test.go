@@ -191,24 +191,12 @@ func TestShopifyRotation(t *testing.T) {
 }
 
 func TestNewShopify(t *testing.T) {
-	tests := []struct {
-		name    string
-		o       Options
-		wantErr bool
-	}{
+	runOptionsCases(t, NewShopify, []optionsCase{
 		{"defaults", Options{}, false},
 		{"tolerance set", Options{Tolerance: time.Minute}, true},
 		{"url set", Options{URL: "https://example.com/shopify"}, true},
 		{"hmac options set", Options{HMAC: HMACOptions{Header: ShopifyHMACHeader}}, true},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			s, err := NewShopify(tt.o)
-			if gotErr := err != nil; gotErr != tt.wantErr || (err == nil) == (s == nil) {
-				t.Fatalf("NewShopify(%+v): got %v, %v; want error %t", tt.o, s, err, tt.wantErr)
-			}
-		})
-	}
+	})
 }
 
 // shopifyCase is one request and the cause Verify must report. Header

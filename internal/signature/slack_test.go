@@ -646,11 +646,7 @@ func TestSlackTolerance(t *testing.T) {
 
 // slackOptionsCases are the option sets every scheme in this family judges
 // alike: only the tolerance may be set, and it must not be negative.
-var slackOptionsCases = []struct {
-	name    string
-	o       Options
-	wantErr bool
-}{
+var slackOptionsCases = []optionsCase{
 	{"defaults", Options{}, false},
 	{"custom tolerance", Options{Tolerance: time.Minute}, false},
 	{"negative tolerance", Options{Tolerance: -time.Second}, true},
@@ -660,23 +656,7 @@ var slackOptionsCases = []struct {
 	{"generic HMAC id path set", Options{HMAC: HMACOptions{IDPath: "id"}}, true},
 }
 
-// slackCheckNew runs slackOptionsCases through a constructor.
-func slackCheckNew[S Scheme](t *testing.T, newScheme func(Options) (S, error)) {
-	t.Helper()
-	for _, tt := range slackOptionsCases {
-		t.Run(tt.name, func(t *testing.T) {
-			s, err := newScheme(tt.o)
-			if gotErr := err != nil; gotErr != tt.wantErr {
-				t.Fatalf("got error %v, want error %t", err, tt.wantErr)
-			}
-			if err == nil && reflect.ValueOf(s).IsNil() {
-				t.Fatal("got nil scheme and nil error")
-			}
-		})
-	}
-}
-
-func TestNewSlack(t *testing.T) { slackCheckNew(t, NewSlack) }
+func TestNewSlack(t *testing.T) { runOptionsCases(t, NewSlack, slackOptionsCases) }
 
 // slackAnswer is the ingest's order, for handshake tests: Verify first, and
 // Handshake only for a request Verify accepted.

@@ -198,11 +198,7 @@ func TestSquareRotation(t *testing.T) {
 }
 
 func TestNewSquare(t *testing.T) {
-	tests := []struct {
-		name    string
-		o       Options
-		wantErr bool
-	}{
+	runOptionsCases(t, NewSquare, []optionsCase{
 		{"https url", Options{URL: squareURL}, false},
 		{"http url (local testing)", Options{URL: "http://localhost:3000/hook"}, false},
 		{"url with query", Options{URL: "https://hooks.example.com/square?source=prod"}, false},
@@ -215,15 +211,7 @@ func TestNewSquare(t *testing.T) {
 		{"url with control character", Options{URL: "https://hooks.example.com/\x7f"}, true},
 		{"tolerance set", Options{URL: squareURL, Tolerance: time.Minute}, true},
 		{"hmac options set", Options{URL: squareURL, HMAC: HMACOptions{Encoding: "base64"}}, true},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			s, err := NewSquare(tt.o)
-			if gotErr := err != nil; gotErr != tt.wantErr || (err == nil) == (s == nil) {
-				t.Fatalf("NewSquare(%+v): got %v, %v; want error %t", tt.o, s, err, tt.wantErr)
-			}
-		})
-	}
+	})
 }
 
 // squareCase is one request and the cause Verify must report.

@@ -591,25 +591,13 @@ func TestStandardWebhooksTolerance(t *testing.T) {
 }
 
 func TestNewStandardWebhooks(t *testing.T) {
-	tests := []struct {
-		name    string
-		o       Options
-		wantErr bool
-	}{
+	runOptionsCases(t, NewStandardWebhooks, []optionsCase{
 		{"defaults", Options{}, false},
 		{"custom tolerance", Options{Tolerance: time.Minute}, false},
 		{"negative tolerance", Options{Tolerance: -time.Second}, true},
 		{"url set", Options{URL: "https://example.com/hook"}, true},
 		{"hmac options set", Options{HMAC: HMACOptions{Header: "X-Signature"}}, true},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			s, err := NewStandardWebhooks(tt.o)
-			if gotErr := err != nil; gotErr != tt.wantErr || (err == nil) == (s == nil) {
-				t.Fatalf("NewStandardWebhooks(%+v): got %v, %v; want error %t", tt.o, s, err, tt.wantErr)
-			}
-		})
-	}
+	})
 }
 
 // standardWebhooksAlphabet is the standard base64 alphabet in order.

@@ -489,11 +489,7 @@ func TestTwilioURLVariants(t *testing.T) {
 }
 
 func TestNewTwilio(t *testing.T) {
-	tests := []struct {
-		name    string
-		o       Options
-		wantErr bool
-	}{
+	runOptionsCases(t, NewTwilio, []optionsCase{
 		{"https URL", Options{URL: twilioURL}, false},
 		{"http URL with port", Options{URL: "http://localhost:3000/webhooks/twilio"}, false},
 		{"no URL", Options{}, true},
@@ -508,18 +504,7 @@ func TestNewTwilio(t *testing.T) {
 		{"tolerance (Twilio signs no timestamp)", Options{URL: twilioURL, Tolerance: time.Minute}, true},
 		{"negative tolerance", Options{URL: twilioURL, Tolerance: -time.Second}, true},
 		{"HMAC options", Options{URL: twilioURL, HMAC: HMACOptions{Header: "X"}}, true},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			s, err := NewTwilio(tt.o)
-			if gotErr := err != nil; gotErr != tt.wantErr {
-				t.Fatalf("NewTwilio(%+v): got error %v, want error %t", tt.o, err, tt.wantErr)
-			}
-			if err == nil && s == nil {
-				t.Fatal("got nil scheme and nil error")
-			}
-		})
-	}
+	})
 }
 
 // twilioCase is one request and the cause Verify must report.

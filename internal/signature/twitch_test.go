@@ -335,7 +335,7 @@ func TestTwitchTolerance(t *testing.T) {
 	}
 }
 
-func TestNewTwitch(t *testing.T) { slackCheckNew(t, NewTwitch) }
+func TestNewTwitch(t *testing.T) { runOptionsCases(t, NewTwitch, slackOptionsCases) }
 
 func TestTwitchHandshake(t *testing.T) {
 	s := mustNewTwitch(t, Options{})

@@ -216,7 +216,7 @@ func TestZoomTolerance(t *testing.T) {
 	}
 }
 
-func TestNewZoom(t *testing.T) { slackCheckNew(t, NewZoom) }
+func TestNewZoom(t *testing.T) { runOptionsCases(t, NewZoom, slackOptionsCases) }
 
 // zoomToken is the encryptedToken for plain under secret, computed
 // independently of the code under test.
