@@ -317,24 +317,16 @@ func TestDiscordVerifyMalformed(t *testing.T) {
 func TestDiscordRotation(t *testing.T) {
 	body := discordBodies[1].body
 	both := [][]byte{discordPub, discordPubOld}
-	tests := []struct {
-		name    string
-		signer  ed25519.PrivateKey
-		secrets [][]byte
-		want    error
-	}{
-		{"two keys, signed by current", discordKey, both, nil},
-		{"two keys, signed by previous", discordKeyOld, both, nil},
-		{"two keys reversed", discordKey, [][]byte{discordPubOld, discordPub}, nil},
-		{"retired key no longer accepted", discordKeyOld, discordPubs, ErrNoMatch},
-		{"no keys", discordKey, nil, ErrNoSecret},
+	req := func(signer ed25519.PrivateKey) Request { return discordRequest(body, signer, testTS) }
+	tests := []verifyCase{
+		{"two keys, signed by current", req(discordKey), both, nil},
+		{"two keys, signed by previous", req(discordKeyOld), both, nil},
+		{"two keys reversed", req(discordKey), [][]byte{discordPubOld, discordPub}, nil},
+		{"retired key no longer accepted", req(discordKeyOld), discordPubs, ErrNoMatch},
+		{"no keys", req(discordKey), nil, ErrNoSecret},
 	}
 	d := mustNewDiscord(t, Options{})
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			checkVerifyErr(t, verifyNoPanic(t, d, discordRequest(body, tt.signer, testTS), tt.secrets, testNow), tt.want)
-		})
-	}
+	runVerifyCases(t, d, testNow, 0, tests)
 }
 
 func TestDiscordTolerance(t *testing.T) {

@@ -227,29 +227,20 @@ func TestGitHubRotation(t *testing.T) {
 	cur := githubHex(body, githubSecret)
 	old := githubHex(body, githubSecretOld)
 	both := [][]byte{githubSecret, githubSecretOld}
-	tests := []struct {
-		name    string
-		sig     string
-		secrets [][]byte
-		want    error
-	}{
-		{"two secrets, signed by current", cur, both, nil},
-		{"two secrets, signed by previous", old, both, nil},
-		{"two secrets reversed, signed by current", cur, [][]byte{githubSecretOld, githubSecret}, nil},
-		{"retired secret no longer accepted", old, githubSecrets, ErrNoMatch},
-		{"no secrets (nil)", cur, nil, ErrNoSecret},
-		{"no secrets (empty)", cur, [][]byte{}, ErrNoSecret},
-		{"only an empty secret", githubHex(body, nil), [][]byte{{}}, ErrNoSecret},
-		{"empty secret is skipped, real one used", cur, [][]byte{{}, githubSecret}, nil},
-		{"empty secret never matches empty-key signature", githubHex(body, nil), [][]byte{nil, githubSecret}, ErrNoMatch},
+	req := func(sig string) Request { return githubRequest(body, "pull_request", "d1", sig) }
+	tests := []verifyCase{
+		{"two secrets, signed by current", req(cur), both, nil},
+		{"two secrets, signed by previous", req(old), both, nil},
+		{"two secrets reversed, signed by current", req(cur), [][]byte{githubSecretOld, githubSecret}, nil},
+		{"retired secret no longer accepted", req(old), githubSecrets, ErrNoMatch},
+		{"no secrets (nil)", req(cur), nil, ErrNoSecret},
+		{"no secrets (empty)", req(cur), [][]byte{}, ErrNoSecret},
+		{"only an empty secret", req(githubHex(body, nil)), [][]byte{{}}, ErrNoSecret},
+		{"empty secret is skipped, real one used", req(cur), [][]byte{{}, githubSecret}, nil},
+		{"empty secret never matches empty-key signature", req(githubHex(body, nil)), [][]byte{nil, githubSecret}, ErrNoMatch},
 	}
 	g := githubNew(t)
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			err := g.Verify(githubRequest(body, "pull_request", "d1", tt.sig), tt.secrets, testNow)
-			checkErr(t, err, tt.want)
-		})
-	}
+	runVerifyCases(t, g, testNow, 0, tests)
 }
 
 // TestGitHubNoTolerance checks that verification ignores the clock:

@@ -467,27 +467,18 @@ func TestGitLabRotation(t *testing.T) {
 	ts := strconv.FormatInt(testNow.Unix(), 10)
 	cur := gitlabSig(t, gitlabKey, gitlabIdem, ts, body)
 	old := gitlabSig(t, gitlabKeyOld, gitlabIdem, ts, body)
-	tests := []struct {
-		name    string
-		sig     string
-		secrets [][]byte
-		want    error
-	}{
-		{"two keys, signed by current", cur, [][]byte{gitlabKey, gitlabKeyOld}, nil},
-		{"two keys, signed by previous", old, [][]byte{gitlabKey, gitlabKeyOld}, nil},
-		{"two keys reversed", cur, [][]byte{gitlabKeyOld, gitlabKey}, nil},
-		{"retired key", old, [][]byte{gitlabKey}, ErrNoMatch},
-		{"both signatures sent, one key", old + " " + cur, [][]byte{gitlabKey}, nil},
-		{"keys beside tokens", cur, [][]byte{gitlabToken, gitlabKey, gitlabTokenOld}, nil},
-		{"undecodable key skipped", cur, [][]byte{[]byte("whsec_%%%"), gitlabKey}, nil},
+	req := func(sig string) Request { return gitlabSignedCase{sig: []string{sig}}.request(body) }
+	tests := []verifyCase{
+		{"two keys, signed by current", req(cur), [][]byte{gitlabKey, gitlabKeyOld}, nil},
+		{"two keys, signed by previous", req(old), [][]byte{gitlabKey, gitlabKeyOld}, nil},
+		{"two keys reversed", req(cur), [][]byte{gitlabKeyOld, gitlabKey}, nil},
+		{"retired key", req(old), [][]byte{gitlabKey}, ErrNoMatch},
+		{"both signatures sent, one key", req(old + " " + cur), [][]byte{gitlabKey}, nil},
+		{"keys beside tokens", req(cur), [][]byte{gitlabToken, gitlabKey, gitlabTokenOld}, nil},
+		{"undecodable key skipped", req(cur), [][]byte{[]byte("whsec_%%%"), gitlabKey}, nil},
 	}
 	g := gitlabNew(t, Options{})
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			r := gitlabSignedCase{sig: []string{tt.sig}}.request(body)
-			checkErr(t, g.Verify(r, tt.secrets, testNow), tt.want)
-		})
-	}
+	runVerifyCases(t, g, testNow, 0, tests)
 }
 
 func TestGitLabTolerance(t *testing.T) {

@@ -206,25 +206,17 @@ func TestIntercomVerifyMalformed(t *testing.T) {
 func TestIntercomRotation(t *testing.T) {
 	body := []byte(intercomBodies[1].body)
 	cur, old := intercomHex(body, intercomSecret), intercomHex(body, intercomSecretOld)
-	tests := []struct {
-		name    string
-		sig     string
-		secrets [][]byte
-		want    error
-	}{
-		{"two secrets, signed by current", cur, [][]byte{intercomSecret, intercomSecretOld}, nil},
-		{"two secrets, signed by previous", old, [][]byte{intercomSecret, intercomSecretOld}, nil},
-		{"previous first", cur, [][]byte{intercomSecretOld, intercomSecret}, nil},
-		{"retired secret", old, intercomSecrets, ErrNoMatch},
-		{"nil secrets", cur, nil, ErrNoSecret},
-		{"empty secret skipped", cur, [][]byte{nil, intercomSecret}, nil},
+	req := func(sig string) Request { return intercomRequest(body, sig) }
+	tests := []verifyCase{
+		{"two secrets, signed by current", req(cur), [][]byte{intercomSecret, intercomSecretOld}, nil},
+		{"two secrets, signed by previous", req(old), [][]byte{intercomSecret, intercomSecretOld}, nil},
+		{"previous first", req(cur), [][]byte{intercomSecretOld, intercomSecret}, nil},
+		{"retired secret", req(old), intercomSecrets, ErrNoMatch},
+		{"nil secrets", req(cur), nil, ErrNoSecret},
+		{"empty secret skipped", req(cur), [][]byte{nil, intercomSecret}, nil},
 	}
 	s := intercomNew(t)
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			checkErr(t, s.Verify(intercomRequest(body, tt.sig), tt.secrets, testNow), tt.want)
-		})
-	}
+	runVerifyCases(t, s, testNow, 0, tests)
 	t.Run("no clock", func(t *testing.T) {
 		for _, now := range []time.Time{{}, testNow.AddDate(30, 0, 0)} {
 			checkErr(t, s.Verify(intercomRequest(body, cur), intercomSecrets, now), nil)

@@ -255,25 +255,18 @@ func linearCaseInputs(tc linearCase, body []byte) (b []byte, sigs []string, secr
 func TestLinearRotation(t *testing.T) {
 	body := linearBodies[0].body
 	both := [][]byte{linearSecret, linearSecretOld}
-	tests := []struct {
-		name    string
-		signer  []byte
-		secrets [][]byte
-		want    error
-	}{
-		{"two secrets, signed by current", linearSecret, both, nil},
-		{"two secrets, signed by previous", linearSecretOld, both, nil},
-		{"retired secret no longer accepted", linearSecretOld, linearSecrets, ErrNoMatch},
-		{"empty secret skipped", linearSecret, [][]byte{{}, linearSecret}, nil},
-		{"no secrets", linearSecret, nil, ErrNoSecret},
+	req := func(signer []byte) Request {
+		return linearRequest(body, linearDelivery, "Issue", linearHex(signer, body))
+	}
+	tests := []verifyCase{
+		{"two secrets, signed by current", req(linearSecret), both, nil},
+		{"two secrets, signed by previous", req(linearSecretOld), both, nil},
+		{"retired secret no longer accepted", req(linearSecretOld), linearSecrets, ErrNoMatch},
+		{"empty secret skipped", req(linearSecret), [][]byte{{}, linearSecret}, nil},
+		{"no secrets", req(linearSecret), nil, ErrNoSecret},
 	}
 	s := mustNewLinear(t, Options{})
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			r := linearRequest(body, linearDelivery, "Issue", linearHex(tt.signer, body))
-			checkVerifyErr(t, verifyNoPanic(t, s, r, tt.secrets, testNow), tt.want)
-		})
-	}
+	runVerifyCases(t, s, testNow, 0, tests)
 }
 
 func TestLinearTolerance(t *testing.T) {

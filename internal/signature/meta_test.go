@@ -160,25 +160,17 @@ func TestMetaVerifyMalformed(t *testing.T) {
 func TestMetaRotation(t *testing.T) {
 	body := []byte(metaBodies[0].body)
 	cur, old := githubHex(body, metaSecret), githubHex(body, metaSecretOld)
-	tests := []struct {
-		name    string
-		sig     string
-		secrets [][]byte
-		want    error
-	}{
-		{"two app secrets, signed by current", cur, [][]byte{metaSecret, metaSecretOld}, nil},
-		{"two app secrets, signed by previous", old, [][]byte{metaSecret, metaSecretOld}, nil},
-		{"previous first", cur, [][]byte{metaSecretOld, metaSecret}, nil},
-		{"retired secret", old, metaSecrets, ErrNoMatch},
-		{"no secrets", cur, nil, ErrNoSecret},
-		{"empty secret skipped", cur, [][]byte{{}, metaSecret}, nil},
+	req := func(sig string) Request { return metaRequest(body, sig) }
+	tests := []verifyCase{
+		{"two app secrets, signed by current", req(cur), [][]byte{metaSecret, metaSecretOld}, nil},
+		{"two app secrets, signed by previous", req(old), [][]byte{metaSecret, metaSecretOld}, nil},
+		{"previous first", req(cur), [][]byte{metaSecretOld, metaSecret}, nil},
+		{"retired secret", req(old), metaSecrets, ErrNoMatch},
+		{"no secrets", req(cur), nil, ErrNoSecret},
+		{"empty secret skipped", req(cur), [][]byte{{}, metaSecret}, nil},
 	}
 	m := metaNew(t)
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			checkErr(t, m.Verify(metaRequest(body, tt.sig), tt.secrets, testNow), tt.want)
-		})
-	}
+	runVerifyCases(t, m, testNow, 0, tests)
 	t.Run("no clock", func(t *testing.T) {
 		for _, now := range []time.Time{{}, testNow.AddDate(30, 0, 0)} {
 			checkErr(t, m.Verify(metaRequest(body, cur), metaSecrets, now), nil)

@@ -190,31 +190,23 @@ func TestPaddleRotation(t *testing.T) {
 	old := paddleHex(body, paddleSecretOld, testTS)
 	wrong := paddleHex(body, []byte("pdl_wrong"), testTS)
 	both := [][]byte{paddleSecret, paddleSecretOld}
-	tests := []struct {
-		name    string
-		header  string
-		secrets [][]byte
-		want    error
-	}{
-		{"two secrets, signed by current", "ts=" + testTS + ";h1=" + cur, both, nil},
-		{"two secrets, signed by previous", "ts=" + testTS + ";h1=" + old, both, nil},
-		{"two secrets reversed", "ts=" + testTS + ";h1=" + cur, [][]byte{paddleSecretOld, paddleSecret}, nil},
-		{"retired secret no longer accepted", "ts=" + testTS + ";h1=" + old, paddleSecrets, ErrNoMatch},
-		{"two h1, wrong then right", "ts=" + testTS + ";h1=" + wrong + ";h1=" + cur, paddleSecrets, nil},
-		{"two h1 from both secrets, one configured", "ts=" + testTS + ";h1=" + old + ";h1=" + cur, paddleSecrets, nil},
-		{"two h1 both wrong", "ts=" + testTS + ";h1=" + wrong + ";h1=" + old, paddleSecrets, ErrNoMatch},
-		{"valid HMAC under h2 (no other versions)", "ts=" + testTS + ";h2=" + cur, paddleSecrets, ErrNoMatch},
-		{"no secrets", "ts=" + testTS + ";h1=" + cur, nil, ErrNoSecret},
-		{"only an empty secret", "ts=" + testTS + ";h1=" + paddleHex(body, nil, testTS), [][]byte{{}}, ErrNoSecret},
-		{"empty secret skipped, real one used", "ts=" + testTS + ";h1=" + cur, [][]byte{nil, paddleSecret}, nil},
-		{"empty secret never matches empty-key signature", "ts=" + testTS + ";h1=" + paddleHex(body, nil, testTS), [][]byte{{}, paddleSecret}, ErrNoMatch},
+	req := func(header string) Request { return paddleRequest(body, header) }
+	tests := []verifyCase{
+		{"two secrets, signed by current", req("ts=" + testTS + ";h1=" + cur), both, nil},
+		{"two secrets, signed by previous", req("ts=" + testTS + ";h1=" + old), both, nil},
+		{"two secrets reversed", req("ts=" + testTS + ";h1=" + cur), [][]byte{paddleSecretOld, paddleSecret}, nil},
+		{"retired secret no longer accepted", req("ts=" + testTS + ";h1=" + old), paddleSecrets, ErrNoMatch},
+		{"two h1, wrong then right", req("ts=" + testTS + ";h1=" + wrong + ";h1=" + cur), paddleSecrets, nil},
+		{"two h1 from both secrets, one configured", req("ts=" + testTS + ";h1=" + old + ";h1=" + cur), paddleSecrets, nil},
+		{"two h1 both wrong", req("ts=" + testTS + ";h1=" + wrong + ";h1=" + old), paddleSecrets, ErrNoMatch},
+		{"valid HMAC under h2 (no other versions)", req("ts=" + testTS + ";h2=" + cur), paddleSecrets, ErrNoMatch},
+		{"no secrets", req("ts=" + testTS + ";h1=" + cur), nil, ErrNoSecret},
+		{"only an empty secret", req("ts=" + testTS + ";h1=" + paddleHex(body, nil, testTS)), [][]byte{{}}, ErrNoSecret},
+		{"empty secret skipped, real one used", req("ts=" + testTS + ";h1=" + cur), [][]byte{nil, paddleSecret}, nil},
+		{"empty secret never matches empty-key signature", req("ts=" + testTS + ";h1=" + paddleHex(body, nil, testTS)), [][]byte{{}, paddleSecret}, ErrNoMatch},
 	}
 	p := mustNewPaddle(t, Options{})
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			checkErr(t, verifyNoPanic(t, p, paddleRequest(body, tt.header), tt.secrets, testNow), tt.want)
-		})
-	}
+	runVerifyCases(t, p, testNow, 0, tests)
 }
 
 func TestPaddleTolerance(t *testing.T) {

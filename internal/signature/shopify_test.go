@@ -168,26 +168,18 @@ func TestShopifyRotation(t *testing.T) {
 	cur := shopifyB64Of(body, shopifySecret)
 	old := shopifyB64Of(body, shopifySecretOld)
 	both := [][]byte{shopifySecret, shopifySecretOld}
-	tests := []struct {
-		name    string
-		sig     string
-		secrets [][]byte
-		want    error
-	}{
-		{"both configured, signed by new", cur, both, nil},
-		{"both configured, signed by old (within the hour)", old, both, nil},
-		{"both configured in the other order", old, [][]byte{shopifySecretOld, shopifySecret}, nil},
-		{"old removed after the hour", old, shopifySecrets, ErrNoMatch},
-		{"new not yet configured", cur, [][]byte{shopifySecretOld}, ErrNoMatch},
-		{"no secrets", cur, nil, ErrNoSecret},
-		{"only empty secrets", shopifyB64Of(body, nil), [][]byte{{}, nil}, ErrNoSecret},
-		{"empty secret never matches empty-key signature", shopifyB64Of(body, nil), [][]byte{{}, shopifySecret}, ErrNoMatch},
+	req := func(sig string) Request { return shopifyRequest(body, ShopifyHMACHeader+": "+sig) }
+	tests := []verifyCase{
+		{"both configured, signed by new", req(cur), both, nil},
+		{"both configured, signed by old (within the hour)", req(old), both, nil},
+		{"both configured in the other order", req(old), [][]byte{shopifySecretOld, shopifySecret}, nil},
+		{"old removed after the hour", req(old), shopifySecrets, ErrNoMatch},
+		{"new not yet configured", req(cur), [][]byte{shopifySecretOld}, ErrNoMatch},
+		{"no secrets", req(cur), nil, ErrNoSecret},
+		{"only empty secrets", req(shopifyB64Of(body, nil)), [][]byte{{}, nil}, ErrNoSecret},
+		{"empty secret never matches empty-key signature", req(shopifyB64Of(body, nil)), [][]byte{{}, shopifySecret}, ErrNoMatch},
 	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			checkErr(t, verifyNoPanic(t, s, shopifyRequest(body, ShopifyHMACHeader+": "+tt.sig), tt.secrets, testNow), tt.want)
-		})
-	}
+	runVerifyCases(t, s, testNow, 0, tests)
 }
 
 func TestNewShopify(t *testing.T) {

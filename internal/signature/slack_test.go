@@ -573,27 +573,19 @@ func TestSlackVerifyMalformed(t *testing.T) {
 func TestSlackRotation(t *testing.T) {
 	body := slackMessage(t)
 	both := [][]byte{slackSecret, slackSecretOld}
-	tests := []struct {
-		name    string
-		signer  []byte
-		secrets [][]byte
-		want    error
-	}{
-		{"two secrets, signed by current", slackSecret, both, nil},
-		{"two secrets, signed by previous", slackSecretOld, both, nil},
-		{"two secrets reversed, signed by current", slackSecret, [][]byte{slackSecretOld, slackSecret}, nil},
-		{"retired secret no longer accepted", slackSecretOld, slackSecrets, ErrNoMatch},
-		{"three secrets, signed by the last", slackSecretOld, [][]byte{[]byte("a"), slackSecret, slackSecretOld}, nil},
-		{"nil secrets", slackSecret, nil, ErrNoSecret},
-		{"empty secret skipped, real one used", slackSecret, [][]byte{{}, slackSecret}, nil},
-		{"empty-key signature never matches", nil, [][]byte{{}, slackSecret}, ErrNoMatch},
+	req := func(signer []byte) Request { return slackRequest(body, signer, testTS) }
+	tests := []verifyCase{
+		{"two secrets, signed by current", req(slackSecret), both, nil},
+		{"two secrets, signed by previous", req(slackSecretOld), both, nil},
+		{"two secrets reversed, signed by current", req(slackSecret), [][]byte{slackSecretOld, slackSecret}, nil},
+		{"retired secret no longer accepted", req(slackSecretOld), slackSecrets, ErrNoMatch},
+		{"three secrets, signed by the last", req(slackSecretOld), [][]byte{[]byte("a"), slackSecret, slackSecretOld}, nil},
+		{"nil secrets", req(slackSecret), nil, ErrNoSecret},
+		{"empty secret skipped, real one used", req(slackSecret), [][]byte{{}, slackSecret}, nil},
+		{"empty-key signature never matches", req(nil), [][]byte{{}, slackSecret}, ErrNoMatch},
 	}
 	s := mustNewSlack(t, Options{})
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			checkVerifyErr(t, verifyNoPanic(t, s, slackRequest(body, tt.signer, testTS), tt.secrets, testNow), tt.want)
-		})
-	}
+	runVerifyCases(t, s, testNow, 0, tests)
 }
 
 // slackToleranceCase is one signing age and the cause Verify must report.

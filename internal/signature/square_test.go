@@ -170,26 +170,18 @@ func TestSquareRotation(t *testing.T) {
 	s := mustNewSquare(t, Options{URL: squareURL})
 	cur := squareB64Of(squareURL, body, squareKey)
 	old := squareB64Of(squareURL, body, squareKeyOld)
-	tests := []struct {
-		name    string
-		sig     string
-		secrets [][]byte
-		want    error
-	}{
-		{"two keys, signed by current", cur, [][]byte{squareKey, squareKeyOld}, nil},
-		{"two keys, signed by previous", old, [][]byte{squareKey, squareKeyOld}, nil},
-		{"two keys reversed", cur, [][]byte{squareKeyOld, squareKey}, nil},
-		{"retired key no longer accepted", old, squareSecrets, ErrNoMatch},
-		{"no keys", cur, nil, ErrNoSecret},
-		{"only an empty key", squareB64Of(squareURL, body, nil), [][]byte{{}}, ErrNoSecret},
-		{"empty key skipped, real one used", cur, [][]byte{nil, squareKey}, nil},
-		{"empty key never matches empty-key signature", squareB64Of(squareURL, body, nil), [][]byte{{}, squareKey}, ErrNoMatch},
+	req := func(sig string) Request { return squareRequest(body, sig) }
+	tests := []verifyCase{
+		{"two keys, signed by current", req(cur), [][]byte{squareKey, squareKeyOld}, nil},
+		{"two keys, signed by previous", req(old), [][]byte{squareKey, squareKeyOld}, nil},
+		{"two keys reversed", req(cur), [][]byte{squareKeyOld, squareKey}, nil},
+		{"retired key no longer accepted", req(old), squareSecrets, ErrNoMatch},
+		{"no keys", req(cur), nil, ErrNoSecret},
+		{"only an empty key", req(squareB64Of(squareURL, body, nil)), [][]byte{{}}, ErrNoSecret},
+		{"empty key skipped, real one used", req(cur), [][]byte{nil, squareKey}, nil},
+		{"empty key never matches empty-key signature", req(squareB64Of(squareURL, body, nil)), [][]byte{{}, squareKey}, ErrNoMatch},
 	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			checkErr(t, verifyNoPanic(t, s, squareRequest(body, tt.sig), tt.secrets, testNow), tt.want)
-		})
-	}
+	runVerifyCases(t, s, testNow, 0, tests)
 	t.Run("now plays no part", func(t *testing.T) {
 		for _, now := range []time.Time{{}, time.Unix(0, 0), testNow.Add(100 * 365 * 24 * time.Hour)} {
 			checkErr(t, s.Verify(squareRequest(body, cur), squareSecrets, now), nil)

@@ -509,46 +509,38 @@ func TestStandardWebhooksRotation(t *testing.T) {
 	pkFromHMAC := []byte(StandardWebhooksPublicKeyPrefix + strings.TrimPrefix(string(standardWebhooksSecretOld), StandardWebhooksSecretPrefix))
 	hmacFromPK := []byte(StandardWebhooksSecretPrefix + strings.TrimPrefix(string(standardWebhooksPK), StandardWebhooksPublicKeyPrefix))
 
-	tests := []struct {
-		name    string
-		sig     string
-		secrets [][]byte
-		want    error
-	}{
-		{"two secrets, signed by current", standardWebhooksCur, [][]byte{standardWebhooksSecret, standardWebhooksSecretOld}, nil},
-		{"two secrets, signed by previous", standardWebhooksOld, [][]byte{standardWebhooksSecret, standardWebhooksSecretOld}, nil},
-		{"two secrets reversed", standardWebhooksCur, [][]byte{standardWebhooksSecretOld, standardWebhooksSecret}, nil},
-		{"retired secret no longer accepted", standardWebhooksOld, [][]byte{standardWebhooksSecret}, ErrNoMatch},
-		{"two entries, wrong then right", standardWebhooksWrong + " " + standardWebhooksCur, [][]byte{standardWebhooksSecret}, nil},
-		{"two entries from both secrets, one configured", standardWebhooksOld + " " + standardWebhooksCur, [][]byte{standardWebhooksSecret}, nil},
-		{"two entries both wrong", standardWebhooksWrong + " " + standardWebhooksOld, [][]byte{standardWebhooksSecret}, ErrNoMatch},
-		{"v1a with its public key", standardWebhooksEd, [][]byte{standardWebhooksPK}, nil},
-		{"v1a with two public keys", standardWebhooksEd, [][]byte{pk2, standardWebhooksPK}, nil},
-		{"v1a with another public key", standardWebhooksEd, [][]byte{pk2}, ErrNoMatch},
-		{"v1a with only an HMAC secret", standardWebhooksEd, [][]byte{standardWebhooksSecret}, ErrNoMatch},
-		{"v1 with only a public key", standardWebhooksCur, [][]byte{standardWebhooksPK}, ErrNoMatch},
-		{"v1 with the HMAC key as a public key", standardWebhooksOld, [][]byte{pkFromHMAC}, ErrNoMatch},
-		{"v1a with the public key as an HMAC secret", standardWebhooksEd, [][]byte{hmacFromPK}, ErrNoMatch},
-		{"v1 and v1a, only HMAC secret", standardWebhooksEd + " " + standardWebhooksCur, [][]byte{standardWebhooksSecret}, nil},
-		{"v1 and v1a, only public key", standardWebhooksCur + " " + standardWebhooksEd, [][]byte{standardWebhooksPK}, nil},
-		{"whsk_ private key is not a verification key", standardWebhooksEd, [][]byte{standardWebhooksSK}, ErrNoSecret},
-		{"undecodable secret is skipped", standardWebhooksCur, [][]byte{undecodable, standardWebhooksSecret}, nil},
-		{"only an undecodable secret", standardWebhooksCur, [][]byte{undecodable}, ErrNoSecret},
-		{"whpk_ of 31 bytes is skipped", standardWebhooksEd, [][]byte{[]byte("whpk_" + base64.StdEncoding.EncodeToString(make([]byte, 31)))}, ErrNoSecret},
-		{"whsec_ with nothing after it", standardWebhooksCur, [][]byte{[]byte("whsec_")}, ErrNoSecret},
-		{"no secrets (nil)", standardWebhooksCur, nil, ErrNoSecret},
-		{"no secrets (empty)", standardWebhooksCur, [][]byte{}, ErrNoSecret},
-		{"only an empty secret", standardWebhooksCur, [][]byte{{}}, ErrNoSecret},
-		{"empty secret is skipped, real one used", standardWebhooksCur, [][]byte{nil, standardWebhooksSecret}, nil},
+	req := func(sig string) Request {
+		return standardWebhooksRequest(standardWebhooksModeSpec, standardWebhooksID, testTS, standardWebhooksExpand(sig, standardWebhooksID, testTS, body), body)
+	}
+	tests := []verifyCase{
+		{"two secrets, signed by current", req(standardWebhooksCur), [][]byte{standardWebhooksSecret, standardWebhooksSecretOld}, nil},
+		{"two secrets, signed by previous", req(standardWebhooksOld), [][]byte{standardWebhooksSecret, standardWebhooksSecretOld}, nil},
+		{"two secrets reversed", req(standardWebhooksCur), [][]byte{standardWebhooksSecretOld, standardWebhooksSecret}, nil},
+		{"retired secret no longer accepted", req(standardWebhooksOld), [][]byte{standardWebhooksSecret}, ErrNoMatch},
+		{"two entries, wrong then right", req(standardWebhooksWrong + " " + standardWebhooksCur), [][]byte{standardWebhooksSecret}, nil},
+		{"two entries from both secrets, one configured", req(standardWebhooksOld + " " + standardWebhooksCur), [][]byte{standardWebhooksSecret}, nil},
+		{"two entries both wrong", req(standardWebhooksWrong + " " + standardWebhooksOld), [][]byte{standardWebhooksSecret}, ErrNoMatch},
+		{"v1a with its public key", req(standardWebhooksEd), [][]byte{standardWebhooksPK}, nil},
+		{"v1a with two public keys", req(standardWebhooksEd), [][]byte{pk2, standardWebhooksPK}, nil},
+		{"v1a with another public key", req(standardWebhooksEd), [][]byte{pk2}, ErrNoMatch},
+		{"v1a with only an HMAC secret", req(standardWebhooksEd), [][]byte{standardWebhooksSecret}, ErrNoMatch},
+		{"v1 with only a public key", req(standardWebhooksCur), [][]byte{standardWebhooksPK}, ErrNoMatch},
+		{"v1 with the HMAC key as a public key", req(standardWebhooksOld), [][]byte{pkFromHMAC}, ErrNoMatch},
+		{"v1a with the public key as an HMAC secret", req(standardWebhooksEd), [][]byte{hmacFromPK}, ErrNoMatch},
+		{"v1 and v1a, only HMAC secret", req(standardWebhooksEd + " " + standardWebhooksCur), [][]byte{standardWebhooksSecret}, nil},
+		{"v1 and v1a, only public key", req(standardWebhooksCur + " " + standardWebhooksEd), [][]byte{standardWebhooksPK}, nil},
+		{"whsk_ private key is not a verification key", req(standardWebhooksEd), [][]byte{standardWebhooksSK}, ErrNoSecret},
+		{"undecodable secret is skipped", req(standardWebhooksCur), [][]byte{undecodable, standardWebhooksSecret}, nil},
+		{"only an undecodable secret", req(standardWebhooksCur), [][]byte{undecodable}, ErrNoSecret},
+		{"whpk_ of 31 bytes is skipped", req(standardWebhooksEd), [][]byte{[]byte("whpk_" + base64.StdEncoding.EncodeToString(make([]byte, 31)))}, ErrNoSecret},
+		{"whsec_ with nothing after it", req(standardWebhooksCur), [][]byte{[]byte("whsec_")}, ErrNoSecret},
+		{"no secrets (nil)", req(standardWebhooksCur), nil, ErrNoSecret},
+		{"no secrets (empty)", req(standardWebhooksCur), [][]byte{}, ErrNoSecret},
+		{"only an empty secret", req(standardWebhooksCur), [][]byte{{}}, ErrNoSecret},
+		{"empty secret is skipped, real one used", req(standardWebhooksCur), [][]byte{nil, standardWebhooksSecret}, nil},
 	}
 	s := mustNewStandardWebhooks(t, Options{})
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			sig := standardWebhooksExpand(tt.sig, standardWebhooksID, testTS, body)
-			r := standardWebhooksRequest(standardWebhooksModeSpec, standardWebhooksID, testTS, sig, body)
-			checkErr(t, verifyNoPanic(t, s, r, tt.secrets, testNow), tt.want)
-		})
-	}
+	runVerifyCases(t, s, testNow, 0, tests)
 }
 
 func TestStandardWebhooksTolerance(t *testing.T) {

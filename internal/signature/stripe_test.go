@@ -201,36 +201,27 @@ func TestStripeRotation(t *testing.T) {
 	v0 := stripeHex(body, stripeSecret, testTS) // a valid sha256 under another scheme name
 	both := [][]byte{stripeSecret, stripeSecretOld}
 
-	tests := []struct {
-		name    string
-		header  string
-		secrets [][]byte
-		want    error
-	}{
-		{"two secrets, signed by current", "t=" + testTS + ",v1=" + cur, both, nil},
-		{"two secrets, signed by previous", "t=" + testTS + ",v1=" + old, both, nil},
-		{"two secrets reversed, signed by current", "t=" + testTS + ",v1=" + cur, [][]byte{stripeSecretOld, stripeSecret}, nil},
-		{"retired secret no longer accepted", "t=" + testTS + ",v1=" + old, stripeSecrets, ErrNoMatch},
-		{"two v1, wrong then right", "t=" + testTS + ",v1=" + wrong + ",v1=" + cur, stripeSecrets, nil},
-		{"two v1, right then wrong", "t=" + testTS + ",v1=" + cur + ",v1=" + wrong, stripeSecrets, nil},
-		{"two v1 from both secrets, one configured", "t=" + testTS + ",v1=" + old + ",v1=" + cur, stripeSecrets, nil},
-		{"two v1 both wrong", "t=" + testTS + ",v1=" + wrong + ",v1=" + old, stripeSecrets, ErrNoMatch},
-		{"only v0 with valid sha256 (no downgrade)", "t=" + testTS + ",v0=" + v0, stripeSecrets, ErrNoMatch},
-		{"valid v0 and wrong v1 (no downgrade)", "t=" + testTS + ",v1=" + wrong + ",v0=" + v0, stripeSecrets, ErrNoMatch},
-		{"no secrets (nil)", "t=" + testTS + ",v1=" + cur, nil, ErrNoSecret},
-		{"no secrets (empty)", "t=" + testTS + ",v1=" + cur, [][]byte{}, ErrNoSecret},
-		{"only an empty secret", "t=" + testTS + ",v1=" + stripeHex(body, nil, testTS), [][]byte{{}}, ErrNoSecret},
-		{"only a nil secret", "t=" + testTS + ",v1=" + stripeHex(body, nil, testTS), [][]byte{nil}, ErrNoSecret},
-		{"empty secret is skipped, real one used", "t=" + testTS + ",v1=" + cur, [][]byte{{}, stripeSecret}, nil},
-		{"empty secret never matches empty-key signature", "t=" + testTS + ",v1=" + stripeHex(body, nil, testTS), [][]byte{{}, stripeSecret}, ErrNoMatch},
+	req := func(header string) Request { return stripeRequest(body, header) }
+	tests := []verifyCase{
+		{"two secrets, signed by current", req("t=" + testTS + ",v1=" + cur), both, nil},
+		{"two secrets, signed by previous", req("t=" + testTS + ",v1=" + old), both, nil},
+		{"two secrets reversed, signed by current", req("t=" + testTS + ",v1=" + cur), [][]byte{stripeSecretOld, stripeSecret}, nil},
+		{"retired secret no longer accepted", req("t=" + testTS + ",v1=" + old), stripeSecrets, ErrNoMatch},
+		{"two v1, wrong then right", req("t=" + testTS + ",v1=" + wrong + ",v1=" + cur), stripeSecrets, nil},
+		{"two v1, right then wrong", req("t=" + testTS + ",v1=" + cur + ",v1=" + wrong), stripeSecrets, nil},
+		{"two v1 from both secrets, one configured", req("t=" + testTS + ",v1=" + old + ",v1=" + cur), stripeSecrets, nil},
+		{"two v1 both wrong", req("t=" + testTS + ",v1=" + wrong + ",v1=" + old), stripeSecrets, ErrNoMatch},
+		{"only v0 with valid sha256 (no downgrade)", req("t=" + testTS + ",v0=" + v0), stripeSecrets, ErrNoMatch},
+		{"valid v0 and wrong v1 (no downgrade)", req("t=" + testTS + ",v1=" + wrong + ",v0=" + v0), stripeSecrets, ErrNoMatch},
+		{"no secrets (nil)", req("t=" + testTS + ",v1=" + cur), nil, ErrNoSecret},
+		{"no secrets (empty)", req("t=" + testTS + ",v1=" + cur), [][]byte{}, ErrNoSecret},
+		{"only an empty secret", req("t=" + testTS + ",v1=" + stripeHex(body, nil, testTS)), [][]byte{{}}, ErrNoSecret},
+		{"only a nil secret", req("t=" + testTS + ",v1=" + stripeHex(body, nil, testTS)), [][]byte{nil}, ErrNoSecret},
+		{"empty secret is skipped, real one used", req("t=" + testTS + ",v1=" + cur), [][]byte{{}, stripeSecret}, nil},
+		{"empty secret never matches empty-key signature", req("t=" + testTS + ",v1=" + stripeHex(body, nil, testTS)), [][]byte{{}, stripeSecret}, ErrNoMatch},
 	}
 	s := mustNewStripe(t, Options{})
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			err := verifyNoPanic(t, s, stripeRequest(body, tt.header), tt.secrets, testNow)
-			checkErr(t, err, tt.want)
-		})
-	}
+	runVerifyCases(t, s, testNow, 0, tests)
 }
 
 func TestStripeTolerance(t *testing.T) {

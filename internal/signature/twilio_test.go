@@ -432,28 +432,19 @@ func TestTwilioRotation(t *testing.T) {
 	cur, _ := twilioNodeSignature(twilioToken, twilioURL, "", []byte(p.body))
 	old, _ := twilioNodeSignature(twilioTokenOld, twilioURL, "", []byte(p.body))
 	both := [][]byte{twilioToken, twilioTokenOld}
-	tests := []struct {
-		name    string
-		sig     string
-		secrets [][]byte
-		want    error
-	}{
-		{"two tokens, signed by current", cur, both, nil},
-		{"two tokens, signed by previous", old, both, nil},
-		{"two tokens reversed, signed by current", cur, [][]byte{twilioTokenOld, twilioToken}, nil},
-		{"retired token no longer accepted", old, twilioTokens, ErrNoMatch},
-		{"no tokens", cur, nil, ErrNoSecret},
-		{"only an empty token", cur, [][]byte{{}}, ErrNoSecret},
-		{"empty token skipped, real one used", cur, [][]byte{nil, twilioToken}, nil},
-		{"empty token never matches empty-key signature", func() string { s, _ := twilioNodeSignature(nil, twilioURL, "", []byte(p.body)); return s }(), [][]byte{{}, twilioToken}, ErrNoMatch},
+	req := func(sig string) Request { return twilioRequest(p, sig) }
+	tests := []verifyCase{
+		{"two tokens, signed by current", req(cur), both, nil},
+		{"two tokens, signed by previous", req(old), both, nil},
+		{"two tokens reversed, signed by current", req(cur), [][]byte{twilioTokenOld, twilioToken}, nil},
+		{"retired token no longer accepted", req(old), twilioTokens, ErrNoMatch},
+		{"no tokens", req(cur), nil, ErrNoSecret},
+		{"only an empty token", req(cur), [][]byte{{}}, ErrNoSecret},
+		{"empty token skipped, real one used", req(cur), [][]byte{nil, twilioToken}, nil},
+		{"empty token never matches empty-key signature", req(func() string { s, _ := twilioNodeSignature(nil, twilioURL, "", []byte(p.body)); return s }()), [][]byte{{}, twilioToken}, ErrNoMatch},
 	}
 	s := mustNewTwilio(t, Options{URL: twilioURL})
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			err := verifyNoPanic(t, s, twilioRequest(p, tt.sig), tt.secrets, testNow)
-			checkErr(t, err, tt.want)
-		})
-	}
+	runVerifyCases(t, s, testNow, 0, tests)
 }
 
 // TestTwilioURLVariants checks the port spellings Twilio's SDKs accept and
