@@ -69,7 +69,7 @@ func NewGitHub(o Options) (*GitHub, error) {
 // HMAC-SHA256 of r.Body under any of secrets. now is unused: GitHub's
 // signature carries no time.
 func (g *GitHub) Verify(r Request, secrets [][]byte, now time.Time) error {
-	if len(r.Header.Values(GitHubSignatureHeader)) == 0 && len(r.Header.Values(GitHubLegacySignatureHeader)) > 0 {
+	if len(hvalues(r.Header, GitHubSignatureHeader)) == 0 && len(hvalues(r.Header, GitHubLegacySignatureHeader)) > 0 {
 		return fmt.Errorf("%w: only the SHA-1 %s header, which is not accepted", ErrNotSigned, GitHubLegacySignatureHeader)
 	}
 	return githubStyleVerify(r.Header, GitHubSignatureHeader, "sha256=", sha256.New, sha256.Size, r.Body, secrets)
@@ -133,7 +133,7 @@ func (g *GitHub) Identify(r Request) (Identity, error) {
 		}
 		out.Attributes = map[string]string{"action": action}
 	}
-	if len(r.Header.Values(GitHubHookIDHeader)) > 0 {
+	if len(hvalues(r.Header, GitHubHookIDHeader)) > 0 {
 		hook, err := githubIdentityHeader(r.Header, GitHubHookIDHeader)
 		if err != nil {
 			return Identity{}, err
@@ -150,7 +150,7 @@ func (g *GitHub) Identify(r Request) (Identity, error) {
 // once, at most 512 bytes of UTF-8 with no control characters (it becomes
 // a key and a log field); ErrInvalidPayload otherwise.
 func githubIdentityHeader(h http.Header, name string) (string, error) {
-	vs := h.Values(name)
+	vs := hvalues(h, name)
 	switch {
 	case len(vs) == 0 || vs[0] == "":
 		return "", fmt.Errorf("%w: missing %s", ErrInvalidPayload, name)
@@ -181,7 +181,7 @@ func githubPrintable(s string) bool {
 // githubIsForm reports whether the delivery is form-encoded: GitHub then
 // sends `payload=<urlencoded JSON>` and signs those form bytes.
 func githubIsForm(h http.Header) bool {
-	ct, _, _ := strings.Cut(h.Get("Content-Type"), ";")
+	ct, _, _ := strings.Cut(hget(h, "Content-Type"), ";")
 	return strings.EqualFold(strings.TrimSpace(ct), "application/x-www-form-urlencoded")
 }
 

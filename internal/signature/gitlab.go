@@ -99,7 +99,7 @@ func (g *GitLab) Verify(r Request, secrets [][]byte, now time.Time) error {
 // header counts, so that dropping only webhook-signature does not turn a
 // signed delivery into a token-checked one.
 func gitlabSigned(h http.Header) bool {
-	return len(h.Values(GitLabWebhookSignatureHeader)) > 0 || len(h.Values(GitLabWebhookTimestampHeader)) > 0
+	return len(hvalues(h, GitLabWebhookSignatureHeader)) > 0 || len(hvalues(h, GitLabWebhookTimestampHeader)) > 0
 }
 
 func gitlabVerifyToken(h http.Header, secrets [][]byte) error {
@@ -290,7 +290,7 @@ func (g *GitLab) Identify(r Request) (Identity, error) {
 		return Identity{}, fmt.Errorf("%w: gitlab: body is not a JSON object", ErrInvalidPayload)
 	}
 	out := Identity{ID: id, Type: typ}
-	if len(r.Header.Values(GitLabInstanceHeader)) > 0 {
+	if len(hvalues(r.Header, GitLabInstanceHeader)) > 0 {
 		inst, err := githubIdentityHeader(r.Header, GitLabInstanceHeader)
 		if err != nil {
 			return Identity{}, fmt.Errorf("gitlab: %w", err)
@@ -303,7 +303,7 @@ func (g *GitLab) Identify(r Request) (Identity, error) {
 // gitlabID picks the first id header present, in order of preference.
 func gitlabID(h http.Header) (string, error) {
 	for _, name := range []string{GitLabIdempotencyKeyHeader, GitLabEventUUIDHeader, GitLabWebhookIDHeader} {
-		if len(h.Values(name)) > 0 {
+		if len(hvalues(h, name)) > 0 {
 			return githubIdentityHeader(h, name)
 		}
 	}
@@ -330,9 +330,9 @@ func (g *GitLab) Sign(r *Request, key []byte, now time.Time) error {
 	if !ok {
 		return fmt.Errorf("%w: gitlab: signing key is not whsec_<base64>", ErrNoSecret)
 	}
-	id := r.Header.Get(GitLabWebhookIDHeader)
+	id := hget(r.Header, GitLabWebhookIDHeader)
 	if id == "" {
-		id = r.Header.Get(GitLabIdempotencyKeyHeader)
+		id = hget(r.Header, GitLabIdempotencyKeyHeader)
 	}
 	if id == "" {
 		return fmt.Errorf("signature: gitlab: sign: set %s or %s first", GitLabWebhookIDHeader, GitLabIdempotencyKeyHeader)
@@ -340,7 +340,7 @@ func (g *GitLab) Sign(r *Request, key []byte, now time.Time) error {
 	ts := strconv.FormatInt(now.Unix(), 10)
 	mac := macOf(sha256.New, k, []byte(id), []byte{'.'}, []byte(ts), []byte{'.'}, r.Body)
 	r.Header.Set(GitLabWebhookIDHeader, id)
-	if r.Header.Get(GitLabIdempotencyKeyHeader) == "" {
+	if hget(r.Header, GitLabIdempotencyKeyHeader) == "" {
 		r.Header.Set(GitLabIdempotencyKeyHeader, id)
 	}
 	r.Header.Set(GitLabWebhookTimestampHeader, ts)

@@ -14,13 +14,14 @@ import (
 	"unicode/utf8"
 )
 
-// Headers of HubSpot's v3 request signature.
+// Headers of HubSpot's v3 request signature, spelled in canonical form
+// (HubSpot sends X-HubSpot-Signature-v3; header names are case-insensitive).
 const (
 	// HubSpotSignatureHeader carries base64(HMAC-SHA256(client secret,
 	// method + URI + body + timestamp)).
-	HubSpotSignatureHeader = "X-HubSpot-Signature-v3"
+	HubSpotSignatureHeader = "X-Hubspot-Signature-V3"
 	// HubSpotTimestampHeader carries the signing time in unix milliseconds.
-	HubSpotTimestampHeader = "X-HubSpot-Request-Timestamp"
+	HubSpotTimestampHeader = "X-Hubspot-Request-Timestamp"
 )
 
 // The header names as net/http stores them, so that lookups need not

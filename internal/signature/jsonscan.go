@@ -64,38 +64,111 @@ func (s *scanner) value(depth int) ([]byte, error) {
 	return s.b[start:i], nil
 }
 
-// valueAt scans the value starting at i (whitespace already skipped).
-// Scalars are handled here without a further call; only containers recurse.
+// valueAt scans the value starting at i (whitespace already skipped),
+// depth being the nesting of the container holding it. Nested containers
+// are walked iteratively, their kinds kept in a bit stack, so that a deep
+// or long body costs no call per value and no recursion.
 func valueAt(b []byte, i, depth int) (int, error) {
-	if i >= len(b) {
+	var arrays [maxDepth/64 + 2]uint64 // bit n: the n-th open container is an array
+	n := 0                              // containers opened by this call and not yet closed
+	var err error
+	for {
+		// A value starts at i.
+		if i >= len(b) {
+			return i, errJSON
+		}
+		switch c := b[i]; c {
+		case '"':
+			if i, _, err = strAt(b, i); err != nil {
+				return i, err
+			}
+		case '{', '[':
+			if depth+n > maxDepth {
+				return i, errJSON
+			}
+			if c == '[' {
+				arrays[n>>6] |= 1 << (n & 63)
+			} else {
+				arrays[n>>6] &^= 1 << (n & 63)
+			}
+			n++
+			i = wsAt(b, i+1)
+			if i < len(b) && b[i] == c+2 { // '}' and ']' follow '{' and '[' by two
+				i++
+				n--
+				break
+			}
+			if c == '{' {
+				if i, err = memberKeyAt(b, i); err != nil {
+					return i, err
+				}
+			}
+			continue
+		case 't':
+			if i, err = litAt(b, i, "true"); err != nil {
+				return i, err
+			}
+		case 'f':
+			if i, err = litAt(b, i, "false"); err != nil {
+				return i, err
+			}
+		case 'n':
+			if i, err = litAt(b, i, "null"); err != nil {
+				return i, err
+			}
+		default:
+			if c != '-' && (c < '0' || c > '9') {
+				return i, errJSON
+			}
+			if i, err = numAt(b, i); err != nil {
+				return i, err
+			}
+		}
+		// A value ended at i: close the containers it completes, then
+		// move to the next element or member.
+		for {
+			if n == 0 {
+				return i, nil
+			}
+			i = wsAt(b, i)
+			if i >= len(b) {
+				return i, errJSON
+			}
+			array := arrays[(n-1)>>6]>>((n-1)&63)&1 == 1
+			c := b[i]
+			if c == ',' {
+				i = wsAt(b, i+1)
+				if !array {
+					if i, err = memberKeyAt(b, i); err != nil {
+						return i, err
+					}
+				}
+				break
+			}
+			if array && c != ']' || !array && c != '}' {
+				return i, errJSON
+			}
+			i++
+			n--
+		}
+	}
+}
+
+// memberKeyAt scans an object member's key, the colon and the whitespace
+// after it, returning the position of the member's value.
+func memberKeyAt(b []byte, i int) (int, error) {
+	if i >= len(b) || b[i] != '"' {
 		return i, errJSON
 	}
-	switch c := b[i]; c {
-	case '"':
-		i, _, err := strAt(b, i)
+	i, _, err := strAt(b, i)
+	if err != nil {
 		return i, err
-	case '{':
-		if depth > maxDepth {
-			return i, errJSON
-		}
-		return objectAt(b, i, depth+1, nil, nil)
-	case '[':
-		if depth > maxDepth {
-			return i, errJSON
-		}
-		return arrayAt(b, i, depth+1, nil)
-	case 't':
-		return litAt(b, i, "true")
-	case 'f':
-		return litAt(b, i, "false")
-	case 'n':
-		return litAt(b, i, "null")
-	default:
-		if c == '-' || c >= '0' && c <= '9' {
-			return numAt(b, i)
-		}
+	}
+	i = wsAt(b, i)
+	if i >= len(b) || b[i] != ':' {
 		return i, errJSON
 	}
+	return wsAt(b, i+1), nil
 }
 
 // maxDepth bounds nesting, as encoding/json does, so a hostile body cannot
@@ -210,10 +283,14 @@ func strAt(b []byte, i int) (int, bool, error) {
 	i++ // opening quote
 	escaped := false
 	for {
-		// Most string bytes are plain: skip them eight at a time while no
-		// byte of the word is a quote, a backslash or a control character,
-		// then one at a time.
-		for i+8 <= len(b) && !strStopWord(binary.LittleEndian.Uint64(b[i:])) {
+		// Most string bytes are plain: test them eight at a time and jump
+		// straight to the first quote, backslash or control character of
+		// the word; the last few bytes of the buffer go one at a time.
+		for i+8 <= len(b) {
+			if m := strStopMask(binary.LittleEndian.Uint64(b[i:])); m != 0 {
+				i += bits.TrailingZeros64(m) >> 3
+				goto stop
+			}
 			i += 8
 		}
 		for i < len(b) && !strStop[b[i]] {
@@ -222,6 +299,7 @@ func strAt(b []byte, i int) (int, bool, error) {
 		if i >= len(b) {
 			return i, false, errJSON
 		}
+	stop:
 		switch c := b[i]; {
 		case c == '"':
 			return i + 1, escaped, nil
@@ -262,14 +340,16 @@ var strStop = func() (t [256]bool) {
 	return t
 }()
 
-// strStopWord reports whether any byte of x may be a quote, a backslash or
-// a control character (it may also report true for other bytes after such
-// a byte, which only sends the caller to the byte-wise loop).
-func strStopWord(x uint64) bool {
+// strStopMask has the high bit set in the byte of x (little-endian) that
+// is the first quote, backslash or control character, and possibly in
+// bytes after it, never before: a borrow only runs upward from a byte that
+// matched, so the lowest set bit is exact. Bytes of 0x80 and above never
+// match.
+func strStopMask(x uint64) uint64 {
 	const lo, hi = 0x0101010101010101, 0x8080808080808080
 	q := x ^ (lo * '"')
 	bs := x ^ (lo * '\\')
-	return ((q-lo)&^q|(bs-lo)&^bs|(x-lo*0x20)&^x)&hi != 0
+	return ((q-lo)&^q | (bs-lo)&^bs | (x-lo*0x20)&^x) & hi
 }
 
 func isHex(c byte) bool {

@@ -102,15 +102,15 @@ var linearFields = []string{"type", "action", "createdAt", "webhookTimestamp"}
 
 // Identify implements Scheme with the rules in the type's comment.
 func (l *Linear) Identify(r Request) (Identity, error) {
-	id := r.Header.Get(LinearDeliveryHeader)
-	if !slackValidID(id) || len(r.Header.Values(LinearDeliveryHeader)) != 1 {
+	id := hget(r.Header, LinearDeliveryHeader)
+	if !slackValidID(id) || len(hvalues(r.Header, LinearDeliveryHeader)) != 1 {
 		return Identity{}, fmt.Errorf("%w: linear: %s missing, repeated, too long or not UTF-8", ErrInvalidPayload, LinearDeliveryHeader)
 	}
 	var f [4][]byte
 	if err := jsonFields(r.Body, linearFields, f[:]); err != nil {
 		return Identity{}, fmt.Errorf("%w: linear: body is not a JSON object", ErrInvalidPayload)
 	}
-	typ := r.Header.Get(LinearEventHeader)
+	typ := hget(r.Header, LinearEventHeader)
 	if typ == "" {
 		bodyType, ok := jsonString(f[0])
 		if !ok || bodyType == "" {

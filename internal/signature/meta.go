@@ -65,7 +65,7 @@ func NewMeta(o Options) (*Meta, error) {
 // HMAC-SHA256 of r.Body under any of secrets (several app secrets during a
 // rotation). now is unused.
 func (m *Meta) Verify(r Request, secrets [][]byte, now time.Time) error {
-	if len(r.Header.Values(MetaSignatureHeader)) == 0 && len(r.Header.Values(MetaLegacySignatureHeader)) > 0 {
+	if len(hvalues(r.Header, MetaSignatureHeader)) == 0 && len(hvalues(r.Header, MetaLegacySignatureHeader)) > 0 {
 		return fmt.Errorf("%w: only the SHA-1 %s header, which is not accepted", ErrNotSigned, MetaLegacySignatureHeader)
 	}
 	return githubStyleVerify(r.Header, MetaSignatureHeader, "sha256=", sha256.New, sha256.Size, r.Body, secrets)

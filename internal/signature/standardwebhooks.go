@@ -348,7 +348,7 @@ func (s *StandardWebhooks) Sign(r *Request, key []byte, now time.Time) error {
 		r.Header = http.Header{}
 	}
 	n := standardWebhooksSet(r.Header)
-	id := r.Header.Get(n.id)
+	id := hget(r.Header, n.id)
 	if id == "" {
 		h := sha256.New()
 		h.Write(strconv.AppendInt(nil, now.Unix(), 10))

@@ -36,7 +36,7 @@ func NewStripe(o Options) (*Stripe, error) {
 
 // Verify implements Scheme.
 func (s *Stripe) Verify(r Request, secrets [][]byte, now time.Time) error {
-	values := r.Header.Values(StripeHeader)
+	values := hvalues(r.Header, StripeHeader)
 	if len(values) == 0 || values[0] == "" {
 		return ErrNotSigned
 	}

@@ -627,7 +627,7 @@ func (s *Twilio) Sign(r *Request, key []byte, now time.Time) error {
 		r.Header = http.Header{}
 	}
 	_, hashed := twilioBodyHash(r.RawQuery)
-	if mt, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type")); !hashed && mt == "application/json" {
+	if mt, _, _ := mime.ParseMediaType(hget(r.Header, "Content-Type")); !hashed && mt == "application/json" {
 		sum := sha256.Sum256(r.Body)
 		if r.RawQuery != "" {
 			r.RawQuery += "&"

@@ -233,7 +233,7 @@ var twitchChallengeField = []string{"challenge"}
 // it), and only for verification messages, so notifications are not hashed
 // twice.
 func (t *Twitch) Handshake(r Request, secrets [][]byte) (Reply, bool, error) {
-	if r.Header.Get(TwitchTypeHeader) != TwitchVerification {
+	if hget(r.Header, TwitchTypeHeader) != TwitchVerification {
 		return Reply{}, false, nil
 	}
 	var sig [sha256.Size]byte
@@ -263,7 +263,7 @@ func (t *Twitch) Sign(r *Request, key []byte, now time.Time) error {
 	if len(key) == 0 {
 		return ErrNoSecret
 	}
-	id := r.Header.Get(TwitchMessageIDHeader)
+	id := hget(r.Header, TwitchMessageIDHeader)
 	if id == "" {
 		return fmt.Errorf("signature: twitch: Sign needs a %s header", TwitchMessageIDHeader)
 	}
@@ -273,7 +273,7 @@ func (t *Twitch) Sign(r *Request, key []byte, now time.Time) error {
 	m.Write(r.Body)
 	r.Header.Set(TwitchTimestampHeader, ts)
 	r.Header.Set(TwitchSignatureHeader, "sha256="+hex.EncodeToString(m.Sum(nil)))
-	if r.Header.Get(TwitchTypeHeader) == "" {
+	if hget(r.Header, TwitchTypeHeader) == "" {
 		r.Header.Set(TwitchTypeHeader, TwitchNotification)
 	}
 	return nil
