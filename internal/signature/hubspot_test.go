@@ -417,24 +417,11 @@ func hubspotCaseRequest(tc hubspotCase) Request {
 }
 
 func TestHubSpotVerifyMalformed(t *testing.T) {
-	cases := hubspotMalformedCases()
-	if len(cases) < 15 {
-		t.Fatalf("got %d cases, want at least 15", len(cases))
+	var cases []verifyCase
+	for _, tc := range hubspotMalformedCases() {
+		cases = append(cases, verifyCase{tc.name, hubspotCaseRequest(tc), orSecrets(tc.secrets, hubspotSecrets), tc.want})
 	}
-	s := mustNewHubSpot(t, Options{URL: hubspotURL})
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			secrets := tc.secrets
-			if secrets == nil {
-				secrets = hubspotSecrets
-			}
-			err := verifyNoPanic(t, s, hubspotCaseRequest(tc), secrets, testNow)
-			checkErr(t, err, tc.want)
-			if err != nil && !isSentinel(err) {
-				t.Errorf("got %v, want one of the Err* causes", err)
-			}
-		})
-	}
+	runVerifyCases(t, mustNewHubSpot(t, Options{URL: hubspotURL}), testNow, 15, cases)
 }
 
 // hubspotSplitCases are bodies Split must refuse (want nil) or read; each

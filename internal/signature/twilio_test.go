@@ -589,24 +589,11 @@ func twilioCaseRequest(tc twilioCase) Request {
 }
 
 func TestTwilioVerifyMalformed(t *testing.T) {
-	cases := twilioMalformedCases()
-	if len(cases) < 15 {
-		t.Fatalf("got %d cases, want at least 15", len(cases))
+	var cases []verifyCase
+	for _, tc := range twilioMalformedCases() {
+		cases = append(cases, verifyCase{tc.name, twilioCaseRequest(tc), orSecrets(tc.secrets, twilioTokens), tc.want})
 	}
-	s := mustNewTwilio(t, Options{URL: twilioURL})
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			secrets := tc.secrets
-			if secrets == nil {
-				secrets = twilioTokens
-			}
-			err := verifyNoPanic(t, s, twilioCaseRequest(tc), secrets, testNow)
-			checkErr(t, err, tc.want)
-			if err != nil && !isSentinel(err) {
-				t.Errorf("got %v, want one of the Err* causes", err)
-			}
-		})
-	}
+	runVerifyCases(t, mustNewTwilio(t, Options{URL: twilioURL}), testNow, 15, cases)
 }
 
 // twilioIdentifyCase is one request and the identity Identify must return;
