@@ -8,7 +8,6 @@ import (
 	"crypto/sha512"
 	"encoding/hex"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io/fs"
 	"net/http"
@@ -180,13 +179,7 @@ func TestGitHubCorpus(t *testing.T) {
 						t.Errorf("Identify: got hook_id %q, want %q", got.Attributes["hook_id"], "109948940")
 					}
 
-					for _, i := range []int{0, len(enc.body) / 2, len(enc.body) - 1} {
-						flipped := r
-						flipped.Body = flipByte(enc.body, i)
-						if err := g.Verify(flipped, githubSecrets, testNow); !errors.Is(err, ErrNoMatch) {
-							t.Errorf("Verify(body with byte %d flipped): got %v, want %v", i, err, ErrNoMatch)
-						}
-					}
+					checkFlipsRejected(t, enc.name, g, r, githubSecrets, testNow)
 				})
 			}
 		})

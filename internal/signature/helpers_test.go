@@ -143,15 +143,16 @@ func runVerifyCases(t *testing.T, s Scheme, now time.Time, min int, cases []veri
 	}
 }
 
-// checkFlipsRejected checks that r, which Verify accepts, is refused with
-// ErrNoMatch once its first, middle or last body byte is changed.
-func checkFlipsRejected(t *testing.T, s Scheme, r Request, secrets [][]byte, now time.Time) {
+// checkFlipsRejected checks that r (the body called name), which Verify
+// accepts, is refused with ErrNoMatch once its first, middle or last body
+// byte is changed.
+func checkFlipsRejected(t *testing.T, name string, s Scheme, r Request, secrets [][]byte, now time.Time) {
 	t.Helper()
 	for _, i := range []int{0, len(r.Body) / 2, len(r.Body) - 1} {
 		flipped := r
 		flipped.Body = flipByte(r.Body, i)
-		if err := s.Verify(flipped, secrets, now); !errors.Is(err, ErrNoMatch) {
-			t.Errorf("Verify(body with byte %d flipped): got %v, want %v", i, err, ErrNoMatch)
+		if err := verifyNoPanic(t, s, flipped, secrets, now); !errors.Is(err, ErrNoMatch) {
+			t.Errorf("%s: Verify(body with byte %d flipped): got %v, want %v", name, i, err, ErrNoMatch)
 		}
 	}
 }

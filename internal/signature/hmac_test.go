@@ -270,13 +270,7 @@ func TestHMACCorpus(t *testing.T) {
 				if got := r2.Header.Get(st.o.Header); got != sig {
 					t.Fatalf("%s: Sign: got %q, want %q (stdlib)", f.name, got, sig)
 				}
-				for _, i := range []int{0, len(f.body) / 2, len(f.body) - 1} {
-					r := r
-					r.Body = flipByte(f.body, i)
-					if err := s.Verify(r, hmacSecrets, testNow); !errors.Is(err, ErrNoMatch) {
-						t.Fatalf("%s: Verify(byte %d flipped): got %v, want %v", f.name, i, err, ErrNoMatch)
-					}
-				}
+				checkFlipsRejected(t, f.name, s, r, hmacSecrets, testNow)
 				got, err := s.Identify(r)
 				want, ok := hmacWantIdentity(st, r)
 				if !ok {

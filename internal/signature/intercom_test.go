@@ -7,7 +7,6 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"net/http"
 	"strings"
@@ -83,13 +82,7 @@ func TestIntercomBodies(t *testing.T) {
 			}
 			got, err := s.Identify(r)
 			checkIdentity(t, got, err, b.want)
-			for _, i := range []int{0, len(body) / 2, len(body) - 1} {
-				flipped := r
-				flipped.Body = flipByte(body, i)
-				if err := s.Verify(flipped, intercomSecrets, testNow); !errors.Is(err, ErrNoMatch) {
-					t.Errorf("Verify(body with byte %d flipped): got %v, want %v", i, err, ErrNoMatch)
-				}
-			}
+			checkFlipsRejected(t, b.name, s, r, intercomSecrets, testNow)
 		})
 	}
 }

@@ -6,7 +6,6 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io/fs"
 	"net/http"
@@ -156,11 +155,7 @@ func TestPaddleCorpus(t *testing.T) {
 		if want := "ts=" + testTS + ";h1=" + paddleHex(f.body, paddleSecret, testTS); header != want {
 			t.Errorf("%s: SignPaddle: got %q, want %q", f.name, header, want)
 		}
-		for _, i := range []int{0, len(f.body) / 2, len(f.body) - 1} {
-			if err := verifyNoPanic(t, p, paddleRequest(flipByte(f.body, i), header), paddleSecrets, testNow); !errors.Is(err, ErrNoMatch) {
-				t.Errorf("%s: Verify(body with byte %d flipped): got %v, want %v", f.name, i, err, ErrNoMatch)
-			}
-		}
+		checkFlipsRejected(t, f.name, p, paddleRequest(f.body, header), paddleSecrets, testNow)
 	}
 	for _, f := range paddleEvents(t) {
 		t.Run(f.name, func(t *testing.T) {

@@ -151,11 +151,7 @@ func TestShopifyCorpus(t *testing.T) {
 			if err := verifyNoPanic(t, s, shopifyRequest(f.body, name+": "+sig), shopifySecrets, testNow); err != nil {
 				t.Errorf("%s: Verify(%s): got %v, want nil", f.name, name, err)
 			}
-			for _, i := range []int{0, len(f.body) / 2, len(f.body) - 1} {
-				if err := verifyNoPanic(t, s, shopifyRequest(flipByte(f.body, i), name+": "+sig), shopifySecrets, testNow); !errors.Is(err, ErrNoMatch) {
-					t.Errorf("%s: Verify(%s, byte %d flipped): got %v, want %v", f.name, name, i, err, ErrNoMatch)
-				}
-			}
+			checkFlipsRejected(t, f.name+" under "+name, s, shopifyRequest(f.body, name+": "+sig), shopifySecrets, testNow)
 		}
 	}
 }

@@ -7,7 +7,6 @@ import (
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"net/http"
 	"strings"
@@ -135,13 +134,7 @@ func TestSquareCorpus(t *testing.T) {
 		if err := verifyNoPanic(t, s, r, squareSecrets, testNow); err != nil {
 			t.Errorf("%s: Verify(signed body): got %v, want nil", f.name, err)
 		}
-		for _, i := range []int{0, len(f.body) / 2, len(f.body) - 1} {
-			r2 := r
-			r2.Body = flipByte(f.body, i)
-			if err := verifyNoPanic(t, s, r2, squareSecrets, testNow); !errors.Is(err, ErrNoMatch) {
-				t.Errorf("%s: Verify(body with byte %d flipped): got %v, want %v", f.name, i, err, ErrNoMatch)
-			}
-		}
+		checkFlipsRejected(t, f.name, s, r, squareSecrets, testNow)
 	}
 	for _, f := range events {
 		t.Run(f.name, func(t *testing.T) {

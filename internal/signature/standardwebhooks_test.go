@@ -330,13 +330,7 @@ func TestStandardWebhooksCorpus(t *testing.T) {
 						t.Errorf("Identify: got %+v, want %+v", got, want)
 					}
 
-					for _, i := range []int{0, len(f.body) / 2, len(f.body) - 1} {
-						r2 := r
-						r2.Body = flipByte(f.body, i)
-						if err := verifyNoPanic(t, s, r2, standardWebhooksSecrets, testNow); !errors.Is(err, ErrNoMatch) {
-							t.Errorf("Verify(body with byte %d flipped): got %v, want %v", i, err, ErrNoMatch)
-						}
-					}
+					checkFlipsRejected(t, f.name, s, r, standardWebhooksSecrets, testNow)
 				})
 			}
 		}
