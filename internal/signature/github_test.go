@@ -9,9 +9,9 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
-	"io/fs"
 	"net/http"
 	"net/url"
+	"path"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -39,23 +39,8 @@ type githubFile struct {
 func githubLoadCorpus(tb testing.TB) []githubFile {
 	tb.Helper()
 	var out []githubFile
-	err := filepath.WalkDir(githubCorpusDir, func(path string, d fs.DirEntry, err error) error {
-		if err != nil || d.IsDir() || filepath.Ext(path) != ".json" {
-			return err
-		}
-		rel, err := filepath.Rel(githubCorpusDir, path)
-		if err != nil {
-			return err
-		}
-		out = append(out, githubFile{
-			name:  filepath.ToSlash(rel),
-			event: filepath.Base(filepath.Dir(path)),
-			body:  mustReadFile(tb, path),
-		})
-		return nil
-	})
-	if err != nil {
-		tb.Fatal(err)
+	for _, f := range walkCorpus(tb, githubCorpusDir, 273) {
+		out = append(out, githubFile{name: f.name, event: path.Base(path.Dir(f.name)), body: f.body})
 	}
 	if len(out) != 273 {
 		tb.Fatalf("github corpus: got %d payloads in %s, want 273", len(out), githubCorpusDir)

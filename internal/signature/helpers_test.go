@@ -5,7 +5,9 @@ package signature
 import (
 	"bytes"
 	"errors"
+	"io/fs"
 	"os"
+	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
@@ -352,4 +354,53 @@ func runOptionsCases[S Scheme](t *testing.T, newScheme func(Options) (S, error),
 			}
 		})
 	}
+}
+
+// corpusDir is the project's corpus of provider payloads (see
+// testdata/corpus/README.md).
+const corpusDir = "../../testdata/corpus"
+
+// loadCorpus returns the JSON files of dir itself but skip (a vector file,
+// not a payload), sorted by name, and requires at least min of them.
+func loadCorpus(tb testing.TB, dir, skip string, min int) []corpusFile {
+	tb.Helper()
+	paths, err := filepath.Glob(filepath.Join(dir, "*.json"))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	var out []corpusFile
+	for _, p := range paths {
+		if filepath.Base(p) != skip {
+			out = append(out, corpusFile{name: filepath.Base(p), body: mustReadFile(tb, p)})
+		}
+	}
+	if len(out) < min {
+		tb.Fatalf("corpus: got %d payloads in %s, want at least %d", len(out), dir, min)
+	}
+	return out
+}
+
+// walkCorpus returns every JSON file under dir, named by its path below
+// dir, and requires at least min of them.
+func walkCorpus(tb testing.TB, dir string, min int) []corpusFile {
+	tb.Helper()
+	var out []corpusFile
+	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() || filepath.Ext(p) != ".json" {
+			return err
+		}
+		rel, err := filepath.Rel(dir, p)
+		if err != nil {
+			return err
+		}
+		out = append(out, corpusFile{name: filepath.ToSlash(rel), body: mustReadFile(tb, p)})
+		return nil
+	})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	if len(out) < min {
+		tb.Fatalf("corpus: got %d JSON files under %s, want at least %d", len(out), dir, min)
+	}
+	return out
 }

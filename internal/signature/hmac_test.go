@@ -11,19 +11,13 @@ import (
 	"encoding/json"
 	"errors"
 	"hash"
-	"io/fs"
 	"net/http"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 	"unicode/utf8"
 )
-
-// hmacCorpusDir is the root of the project's payload corpus; the generic
-// scheme signs every file in it.
-const hmacCorpusDir = "../../testdata/corpus"
 
 var (
 	hmacSecret    = []byte("generic-hmac-test-secret-current-5d4c")
@@ -139,22 +133,7 @@ func hmacRequest(st hmacStyle, body []byte, sig, ts string) Request {
 // hmacCorpus returns every JSON payload under the corpus root.
 func hmacCorpus(tb testing.TB) []corpusFile {
 	tb.Helper()
-	var out []corpusFile
-	err := filepath.WalkDir(hmacCorpusDir, func(p string, d fs.DirEntry, err error) error {
-		if err != nil || d.IsDir() || filepath.Ext(p) != ".json" {
-			return err
-		}
-		rel, _ := filepath.Rel(hmacCorpusDir, p)
-		out = append(out, corpusFile{name: rel, body: mustReadFile(tb, p)})
-		return nil
-	})
-	if err != nil {
-		tb.Fatal(err)
-	}
-	if len(out) < 11 {
-		tb.Fatalf("corpus: got %d files under %s, want at least 11", len(out), hmacCorpusDir)
-	}
-	return out
+	return walkCorpus(tb, corpusDir, 11)
 }
 
 // hmacWantField reads a dotted path with encoding/json: a non-empty string

@@ -7,9 +7,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
-	"io/fs"
 	"net/http"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -48,21 +46,7 @@ func paddleEvents(tb testing.TB) []corpusFile {
 // provider: signatures here cover raw bytes, so any body exercises them.
 func paddleAllCorpus(tb testing.TB) []corpusFile {
 	tb.Helper()
-	var out []corpusFile
-	err := filepath.WalkDir("../../testdata/corpus", func(p string, d fs.DirEntry, err error) error {
-		if err != nil || d.IsDir() || filepath.Ext(p) != ".json" {
-			return err
-		}
-		out = append(out, corpusFile{name: p, body: mustReadFile(tb, p)})
-		return nil
-	})
-	if err != nil {
-		tb.Fatal(err)
-	}
-	if len(out) < 15 {
-		tb.Fatalf("corpus: got %d JSON files, want at least 15", len(out))
-	}
-	return out
+	return walkCorpus(tb, corpusDir, 15)
 }
 
 func mustNewPaddle(tb testing.TB, o Options) *Paddle {

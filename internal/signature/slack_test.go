@@ -57,17 +57,7 @@ func loadSlackVector(tb testing.TB) slackVector {
 // sorted by name.
 func loadSlackCorpus(tb testing.TB) []corpusFile {
 	tb.Helper()
-	paths, err := filepath.Glob(filepath.Join(slackCorpusDir, "*.json"))
-	if err != nil {
-		tb.Fatal(err)
-	}
-	var out []corpusFile
-	for _, p := range paths {
-		if filepath.Base(p) == "signature-vector.json" {
-			continue
-		}
-		out = append(out, corpusFile{name: filepath.Base(p), body: mustReadFile(tb, p)})
-	}
+	out := loadCorpus(tb, slackCorpusDir, "signature-vector.json", 8)
 	if len(out) != 8 {
 		tb.Fatalf("slack corpus: got %d payloads in %s, want 8", len(out), slackCorpusDir)
 	}

@@ -86,17 +86,7 @@ func standardWebhooksVectors(tb testing.TB) standardWebhooksVectorFile {
 // file but vectors.json), sorted by name.
 func standardWebhooksCorpus(tb testing.TB) []corpusFile {
 	tb.Helper()
-	paths, err := filepath.Glob(filepath.Join(standardWebhooksCorpusDir, "*.json"))
-	if err != nil {
-		tb.Fatal(err)
-	}
-	var out []corpusFile
-	for _, p := range paths {
-		if filepath.Base(p) == "vectors.json" {
-			continue
-		}
-		out = append(out, corpusFile{name: filepath.Base(p), body: mustReadFile(tb, p)})
-	}
+	out := loadCorpus(tb, standardWebhooksCorpusDir, "vectors.json", 4)
 	if len(out) != 4 {
 		tb.Fatalf("standard-webhooks corpus: got %d payloads in %s, want 4", len(out), standardWebhooksCorpusDir)
 	}

@@ -38,18 +38,7 @@ var (
 // loadStripeCorpus returns every payload of the Stripe corpus, sorted by name.
 func loadStripeCorpus(tb testing.TB) []corpusFile {
 	tb.Helper()
-	paths, err := filepath.Glob(filepath.Join(stripeCorpusDir, "*.json"))
-	if err != nil {
-		tb.Fatal(err)
-	}
-	if len(paths) < 11 {
-		tb.Fatalf("stripe corpus: got %d files in %s, want at least 11", len(paths), stripeCorpusDir)
-	}
-	out := make([]corpusFile, 0, len(paths))
-	for _, p := range paths {
-		out = append(out, corpusFile{name: filepath.Base(p), body: mustReadFile(tb, p)})
-	}
-	return out
+	return loadCorpus(tb, stripeCorpusDir, "", 11)
 }
 
 // invoicePaid is the body most single-payload tests sign.
