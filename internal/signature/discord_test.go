@@ -56,11 +56,7 @@ var discordBodies = []struct {
 
 func mustNewDiscord(tb testing.TB, o Options) *Discord {
 	tb.Helper()
-	d, err := NewDiscord(o)
-	if err != nil {
-		tb.Fatalf("NewDiscord(%+v): %v", o, err)
-	}
-	return d
+	return mustNew(tb, NewDiscord, o)
 }
 
 // discordHex is the hex Ed25519 signature of ts + body, computed with the

@@ -64,11 +64,7 @@ func githubGUID(name string) string {
 
 func githubNew(tb testing.TB) *GitHub {
 	tb.Helper()
-	g, err := NewGitHub(Options{})
-	if err != nil {
-		tb.Fatalf("NewGitHub: %v", err)
-	}
-	return g
+	return mustNew(tb, NewGitHub, Options{})
 }
 
 // githubRequest builds a JSON delivery of event with one X-Hub-Signature-256

@@ -60,11 +60,7 @@ const (
 
 func gitlabNew(tb testing.TB, o Options) *GitLab {
 	tb.Helper()
-	g, err := NewGitLab(o)
-	if err != nil {
-		tb.Fatalf("NewGitLab(%+v): %v", o, err)
-	}
-	return g
+	return mustNew(tb, NewGitLab, o)
 }
 
 // gitlabRequest builds a delivery with the headers GitLab's documentation

@@ -6,6 +6,7 @@ import (
 	"bytes"
 	"errors"
 	"io/fs"
+	"net/http"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -403,4 +404,26 @@ func walkCorpus(tb testing.TB, dir string, min int) []corpusFile {
 		tb.Fatalf("corpus: got %d JSON files under %s, want at least %d", len(out), dir, min)
 	}
 	return out
+}
+
+// mustNew returns newScheme(o) or fails the test.
+func mustNew[S Scheme](tb testing.TB, newScheme func(Options) (S, error), o Options) S {
+	tb.Helper()
+	s, err := newScheme(o)
+	if err != nil {
+		tb.Fatalf("new %T (%+v): %v", s, o, err)
+	}
+	return s
+}
+
+// jsonPost is a JSON POST of body with, for each header name, one value per
+// element of its slice (none for an empty slice).
+func jsonPost(body []byte, headers map[string][]string) Request {
+	h := http.Header{"Content-Type": {"application/json"}}
+	for name, values := range headers {
+		for _, v := range values {
+			h.Add(name, v)
+		}
+	}
+	return Request{Method: http.MethodPost, Header: h, Body: body}
 }

@@ -105,11 +105,7 @@ var hmacStyles = []hmacStyle{
 
 func mustNewHMAC(tb testing.TB, o HMACOptions) *HMAC {
 	tb.Helper()
-	s, err := NewHMAC(Options{HMAC: o})
-	if err != nil {
-		tb.Fatalf("NewHMAC(%+v): %v", o, err)
-	}
-	return s
+	return mustNew(tb, NewHMAC, Options{HMAC: o})
 }
 
 // hmacRequest builds a POST of body signed by style st at ts (no signature

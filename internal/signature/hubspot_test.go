@@ -43,11 +43,7 @@ var hubspotDeliveries = []struct{ name, body string }{
 
 func mustNewHubSpot(tb testing.TB, o Options) *HubSpot {
 	tb.Helper()
-	s, err := NewHubSpot(o)
-	if err != nil {
-		tb.Fatalf("NewHubSpot(%+v): %v", o, err)
-	}
-	return s
+	return mustNew(tb, NewHubSpot, o)
 }
 
 // hubspotSig is the v3 signature computed with the standard library from
@@ -63,14 +59,9 @@ func hubspotSig(secret []byte, method, uri string, body []byte, ts string) strin
 // hubspotRequest builds a POST with the given signature and timestamp
 // header values (none for an empty list).
 func hubspotRequest(body []byte, query string, sigs, tss []string) Request {
-	h := http.Header{"Content-Type": {"application/json"}}
-	for _, v := range sigs {
-		h.Add(HubSpotSignatureHeader, v)
-	}
-	for _, v := range tss {
-		h.Add(HubSpotTimestampHeader, v)
-	}
-	return Request{Method: http.MethodPost, Header: h, RawQuery: query, Body: body}
+	r := jsonPost(body, map[string][]string{HubSpotSignatureHeader: sigs, HubSpotTimestampHeader: tss})
+	r.RawQuery = query
+	return r
 }
 
 // hubspotSigned is a POST of body signed at testNow with hubspotSecret.

@@ -8,7 +8,6 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
-	"net/http"
 	"strings"
 	"testing"
 	"time"
@@ -39,19 +38,11 @@ var intercomBodies = []struct {
 
 func intercomNew(tb testing.TB) *Intercom {
 	tb.Helper()
-	i, err := NewIntercom(Options{})
-	if err != nil {
-		tb.Fatalf("NewIntercom: %v", err)
-	}
-	return i
+	return mustNew(tb, NewIntercom, Options{})
 }
 
 func intercomRequest(body []byte, sigs ...string) Request {
-	h := http.Header{"Content-Type": {"application/json"}, "User-Agent": {"Intercom-Webhooks-Client/1.0"}}
-	for _, s := range sigs {
-		h.Add(IntercomSignatureHeader, s)
-	}
-	return Request{Method: http.MethodPost, Header: h, Body: body}
+	return jsonPost(body, map[string][]string{"User-Agent": {"Intercom-Webhooks-Client/1.0"}, IntercomSignatureHeader: sigs})
 }
 
 // intercomHex is the X-Hub-Signature value for body, computed

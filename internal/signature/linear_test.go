@@ -41,11 +41,7 @@ var linearBodies = []struct {
 
 func mustNewLinear(tb testing.TB, o Options) *Linear {
 	tb.Helper()
-	s, err := NewLinear(o)
-	if err != nil {
-		tb.Fatalf("NewLinear(%+v): %v", o, err)
-	}
-	return s
+	return mustNew(tb, NewLinear, o)
 }
 
 // linearHex is the hex HMAC-SHA256 of body, computed independently of the
@@ -59,17 +55,14 @@ func linearHex(secret, body []byte) string {
 // linearRequest carries one Linear-Signature per element of sigs, a
 // delivery id and an event header (each only when non-empty).
 func linearRequest(body []byte, delivery, event string, sigs ...string) Request {
-	h := http.Header{"Content-Type": {"application/json"}}
-	for _, s := range sigs {
-		h.Add(LinearSignatureHeader, s)
-	}
+	r := jsonPost(body, map[string][]string{LinearSignatureHeader: sigs})
 	if delivery != "" {
-		h.Set(LinearDeliveryHeader, delivery)
+		r.Header.Set(LinearDeliveryHeader, delivery)
 	}
 	if event != "" {
-		h.Set(LinearEventHeader, event)
+		r.Header.Set(LinearEventHeader, event)
 	}
-	return Request{Method: http.MethodPost, Header: h, Body: body}
+	return r
 }
 
 // linearBodyAt is a minimal body delivered at t.

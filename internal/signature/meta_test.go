@@ -34,19 +34,11 @@ var metaBodies = []struct{ name, object, body string }{
 
 func metaNew(tb testing.TB) *Meta {
 	tb.Helper()
-	m, err := NewMeta(Options{})
-	if err != nil {
-		tb.Fatalf("NewMeta: %v", err)
-	}
-	return m
+	return mustNew(tb, NewMeta, Options{})
 }
 
 func metaRequest(body []byte, sigs ...string) Request {
-	h := http.Header{"Content-Type": {"application/json"}, "User-Agent": {"facebookexternalua"}}
-	for _, s := range sigs {
-		h.Add(MetaSignatureHeader, s)
-	}
-	return Request{Method: http.MethodPost, Header: h, Body: body}
+	return jsonPost(body, map[string][]string{"User-Agent": {"facebookexternalua"}, MetaSignatureHeader: sigs})
 }
 
 // metaID is the identity Meta deliveries get, computed without the code

@@ -7,7 +7,6 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
-	"net/http"
 	"strconv"
 	"strings"
 	"testing"
@@ -51,21 +50,13 @@ func paddleAllCorpus(tb testing.TB) []corpusFile {
 
 func mustNewPaddle(tb testing.TB, o Options) *Paddle {
 	tb.Helper()
-	p, err := NewPaddle(o)
-	if err != nil {
-		tb.Fatalf("NewPaddle(%+v): %v", o, err)
-	}
-	return p
+	return mustNew(tb, NewPaddle, o)
 }
 
 // paddleRequest builds a POST with one Paddle-Signature value per element
 // of headers.
 func paddleRequest(body []byte, headers ...string) Request {
-	h := http.Header{"Content-Type": {"application/json"}}
-	for _, v := range headers {
-		h.Add(PaddleHeader, v)
-	}
-	return Request{Method: http.MethodPost, Header: h, Body: body}
+	return jsonPost(body, map[string][]string{PaddleHeader: headers})
 }
 
 // paddleHex is the h1 of body at the raw ts, computed independently of the

@@ -72,11 +72,7 @@ var sendgridDeliveries = []struct{ name, body string }{
 
 func mustNewSendGrid(tb testing.TB, o Options) *SendGrid {
 	tb.Helper()
-	s, err := NewSendGrid(o)
-	if err != nil {
-		tb.Fatalf("NewSendGrid(%+v): %v", o, err)
-	}
-	return s
+	return mustNew(tb, NewSendGrid, o)
 }
 
 // sendgridPrivateKey parses a test key with the standard library.
@@ -107,14 +103,7 @@ func sendgridSDKSign(tb testing.TB, key *ecdsa.PrivateKey, ts string, body []byt
 
 // sendgridRequest builds a POST with the given header values.
 func sendgridRequest(body []byte, sigs, tss []string) Request {
-	h := http.Header{"Content-Type": {"application/json"}}
-	for _, v := range sigs {
-		h.Add(SendGridSignatureHeader, v)
-	}
-	for _, v := range tss {
-		h.Add(SendGridTimestampHeader, v)
-	}
-	return Request{Method: http.MethodPost, Header: h, Body: body}
+	return jsonPost(body, map[string][]string{SendGridSignatureHeader: sigs, SendGridTimestampHeader: tss})
 }
 
 // sendgridWant decodes a delivery with encoding/json.

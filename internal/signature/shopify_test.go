@@ -46,11 +46,7 @@ func shopifyB64Of(body, secret []byte) string {
 
 func mustNewShopify(tb testing.TB) *Shopify {
 	tb.Helper()
-	s, err := NewShopify(Options{})
-	if err != nil {
-		tb.Fatal(err)
-	}
-	return s
+	return mustNew(tb, NewShopify, Options{})
 }
 
 // shopifyLibHeaders are the headers of Shopify/shopify-app-js

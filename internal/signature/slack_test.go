@@ -72,11 +72,7 @@ func slackMessage(tb testing.TB) []byte {
 
 func mustNewSlack(tb testing.TB, o Options) *Slack {
 	tb.Helper()
-	s, err := NewSlack(o)
-	if err != nil {
-		tb.Fatalf("NewSlack(%+v): %v", o, err)
-	}
-	return s
+	return mustNew(tb, NewSlack, o)
 }
 
 // slackV0Hex is the hex HMAC-SHA256 of "v0:<ts>:<body>", computed independently
@@ -91,14 +87,7 @@ func slackV0Hex(secret []byte, ts string, body []byte) string {
 // slackV0Request builds a POST with one value per element of sigs and tss under
 // the given header names (none when a slice is empty).
 func slackV0Request(sigHeader, tsHeader string, body []byte, sigs, tss []string) Request {
-	h := http.Header{"Content-Type": {"application/json"}}
-	for _, v := range sigs {
-		h.Add(sigHeader, v)
-	}
-	for _, v := range tss {
-		h.Add(tsHeader, v)
-	}
-	return Request{Method: http.MethodPost, Header: h, Body: body}
+	return jsonPost(body, map[string][]string{sigHeader: sigs, tsHeader: tss})
 }
 
 // slackRequest is a Slack request signed with secret at ts.

@@ -8,7 +8,6 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
-	"net/http"
 	"strings"
 	"testing"
 	"time"
@@ -39,21 +38,13 @@ const squarePaymentUpdated = `{"merchant_id":"6SSW7HV8K2ST5","type":"payment.upd
 
 func mustNewSquare(tb testing.TB, o Options) *Square {
 	tb.Helper()
-	s, err := NewSquare(o)
-	if err != nil {
-		tb.Fatalf("NewSquare(%+v): %v", o, err)
-	}
-	return s
+	return mustNew(tb, NewSquare, o)
 }
 
 // squareRequest builds a POST with one signature value per element of
 // headers.
 func squareRequest(body []byte, headers ...string) Request {
-	h := http.Header{"Content-Type": {"application/json"}}
-	for _, v := range headers {
-		h.Add(SquareHeader, v)
-	}
-	return Request{Method: http.MethodPost, Header: h, Body: body}
+	return jsonPost(body, map[string][]string{SquareHeader: headers})
 }
 
 // squareB64Of is the signature of url+body, computed independently of the

@@ -101,11 +101,7 @@ func standardWebhooksFull(tb testing.TB) []byte {
 
 func mustNewStandardWebhooks(tb testing.TB, o Options) *StandardWebhooks {
 	tb.Helper()
-	s, err := NewStandardWebhooks(o)
-	if err != nil {
-		tb.Fatalf("NewStandardWebhooks(%+v): %v", o, err)
-	}
-	return s
+	return mustNew(tb, NewStandardWebhooks, o)
 }
 
 // Header modes of standardWebhooksRequest.

@@ -49,21 +49,13 @@ func invoicePaid(tb testing.TB) []byte {
 
 func mustNewStripe(tb testing.TB, o Options) Scheme {
 	tb.Helper()
-	s, err := New("stripe", o)
-	if err != nil {
-		tb.Fatalf("New(stripe, %+v): %v", o, err)
-	}
-	return s
+	return mustNew(tb, func(o Options) (Scheme, error) { return New("stripe", o) }, o)
 }
 
 // stripeRequest builds a POST with one Stripe-Signature value per element
 // of headers (none when headers is empty).
 func stripeRequest(body []byte, headers ...string) Request {
-	h := http.Header{"Content-Type": {"application/json"}}
-	for _, v := range headers {
-		h.Add(StripeHeader, v)
-	}
-	return Request{Method: http.MethodPost, Header: h, Body: body}
+	return jsonPost(body, map[string][]string{StripeHeader: headers})
 }
 
 // stripeHex is the v1 signature of body at the raw timestamp string ts,

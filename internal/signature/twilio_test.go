@@ -93,11 +93,7 @@ var twilioPayloads = []twilioPayload{
 
 func mustNewTwilio(tb testing.TB, o Options) *Twilio {
 	tb.Helper()
-	s, err := NewTwilio(o)
-	if err != nil {
-		tb.Fatalf("NewTwilio(%+v): %v", o, err)
-	}
-	return s
+	return mustNew(tb, NewTwilio, o)
 }
 
 // twilioRequest builds a POST with one X-Twilio-Signature value per element

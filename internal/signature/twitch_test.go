@@ -42,11 +42,7 @@ var twitchBodies = []struct {
 
 func mustNewTwitch(tb testing.TB, o Options) *Twitch {
 	tb.Helper()
-	s, err := NewTwitch(o)
-	if err != nil {
-		tb.Fatalf("NewTwitch(%+v): %v", o, err)
-	}
-	return s
+	return mustNew(tb, NewTwitch, o)
 }
 
 // twitchHex is the hex HMAC-SHA256 of id + ts + body, computed
@@ -61,16 +57,10 @@ func twitchHex(secret []byte, id, ts string, body []byte) string {
 // twitchHeaders builds a request from header values: one per element of
 // each slice, none when it is empty.
 func twitchHeaders(body []byte, ids, tss, sigs, types []string) Request {
-	h := http.Header{"Content-Type": {"application/json"}}
-	for name, vs := range map[string][]string{
+	return jsonPost(body, map[string][]string{
 		TwitchMessageIDHeader: ids, TwitchTimestampHeader: tss,
 		TwitchSignatureHeader: sigs, TwitchTypeHeader: types,
-	} {
-		for _, v := range vs {
-			h.Add(name, v)
-		}
-	}
-	return Request{Method: http.MethodPost, Header: h, Body: body}
+	})
 }
 
 // twitchRequest is a message signed with secret.

@@ -33,11 +33,7 @@ var zoomBodies = []corpusFile{
 
 func mustNewZoom(tb testing.TB, o Options) *Zoom {
 	tb.Helper()
-	z, err := NewZoom(o)
-	if err != nil {
-		tb.Fatalf("NewZoom(%+v): %v", o, err)
-	}
-	return z
+	return mustNew(tb, NewZoom, o)
 }
 
 func zoomRequest(body, secret []byte, ts string) Request {
