@@ -498,10 +498,7 @@ func FuzzGitHubVerify(f *testing.F) {
 		if len(h) > 8<<10+64 {
 			continue
 		}
-		b := body
-		if tc.body != nil {
-			b = tc.body(body)
-		}
+		b := changed(body, tc.body)
 		f.Add(githubPlacehold(h, b, githubSecret, githubSecretOld), strings.Join(tc.legacy, "\n"), b)
 	}
 
@@ -522,12 +519,7 @@ func FuzzGitHubVerify(f *testing.F) {
 		if strings.Contains(sig, "\n") {
 			t.Fatalf("Verify(%q): accepted several %s headers", sig, GitHubSignatureHeader)
 		}
-		for _, secret := range secrets {
-			if strings.EqualFold(sig, SignGitHub(body, secret)) && strings.HasPrefix(sig, "sha256=") {
-				return
-			}
-		}
-		t.Fatalf("Verify(%q): got nil, but it is not SignGitHub of the body under a configured secret", sig)
+		checkAcceptedHex(t, sig, "sha256=", secrets, func(secret []byte) string { return SignGitHub(body, secret) })
 	})
 }
 

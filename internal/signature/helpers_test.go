@@ -427,3 +427,15 @@ func jsonPost(body []byte, headers map[string][]string) Request {
 	}
 	return Request{Method: http.MethodPost, Header: h, Body: body}
 }
+
+// checkAcceptedHex fails unless sig, which Verify accepted, is sign(secret)
+// for one of secrets: prefix exactly, the hex digits in either case.
+func checkAcceptedHex(t *testing.T, sig, prefix string, secrets [][]byte, sign func(secret []byte) string) {
+	t.Helper()
+	for _, secret := range secrets {
+		if strings.HasPrefix(sig, prefix) && strings.EqualFold(sig, sign(secret)) {
+			return
+		}
+	}
+	t.Fatalf("Verify(%q): got nil, but it is not the signature of the body under a configured secret", sig)
+}

@@ -260,10 +260,7 @@ func FuzzIntercomVerify(f *testing.F) {
 		if len(h) > 8<<10+64 {
 			continue
 		}
-		b := body
-		if tc.body != nil {
-			b = tc.body(body)
-		}
+		b := changed(body, tc.body)
 		cur := strings.TrimPrefix(intercomHex(b, intercomSecret), "sha1=")
 		f.Add(strings.ReplaceAll(h, cur, "{sig}"), b)
 	}
@@ -280,12 +277,7 @@ func FuzzIntercomVerify(f *testing.F) {
 		if !fuzzVerify(t, s, r, secrets, testNow) {
 			return
 		}
-		for _, secret := range secrets {
-			if strings.EqualFold(sig, intercomHex(body, secret)) && strings.HasPrefix(sig, "sha1=") {
-				return
-			}
-		}
-		t.Fatalf("Verify(%q): got nil, but it is not the signature of the body under a configured secret", sig)
+		checkAcceptedHex(t, sig, "sha1=", secrets, func(secret []byte) string { return intercomHex(body, secret) })
 	})
 }
 

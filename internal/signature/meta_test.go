@@ -337,10 +337,7 @@ func FuzzMetaVerify(f *testing.F) {
 		if len(h) > 8<<10+64 {
 			continue
 		}
-		b := body
-		if tc.body != nil {
-			b = tc.body(body)
-		}
+		b := changed(body, tc.body)
 		f.Add(githubPlacehold(h, b, metaSecret, metaSecretOld), strings.Join(tc.legacy, "\n"), b)
 	}
 	m := metaNew(f)
@@ -354,12 +351,7 @@ func FuzzMetaVerify(f *testing.F) {
 		if !fuzzVerify(t, m, r, secrets, testNow) {
 			return
 		}
-		for _, secret := range secrets {
-			if strings.EqualFold(sig, githubHex(body, secret)) && strings.HasPrefix(sig, "sha256=") {
-				return
-			}
-		}
-		t.Fatalf("Verify(%q): got nil, but it is not the signature of the body under a configured secret", sig)
+		checkAcceptedHex(t, sig, "sha256=", secrets, func(secret []byte) string { return githubHex(body, secret) })
 	})
 }
 

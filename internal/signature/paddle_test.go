@@ -423,10 +423,7 @@ func FuzzPaddleVerify(f *testing.F) {
 		if len(h) > 8<<10 {
 			continue
 		}
-		b := body
-		if tc.body != nil {
-			b = tc.body(body)
-		}
+		b := changed(body, tc.body)
 		f.Add(paddlePlacehold(h, b), b)
 	}
 	p := mustNewPaddle(f, Options{})

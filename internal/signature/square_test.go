@@ -320,10 +320,7 @@ func FuzzSquareVerify(f *testing.F) {
 		if len(h) > 8<<10 {
 			continue
 		}
-		b := body
-		if tc.body != nil {
-			b = tc.body(body)
-		}
+		b := changed(body, tc.body)
 		h = strings.NewReplacer(squareB64Of(squareURL, b, squareKey), squareCur, squareB64Of(squareURL, b, squareKeyOld), squareOld).Replace(h)
 		f.Add(h, b)
 	}
