@@ -311,16 +311,10 @@ func TestDiscordRotation(t *testing.T) {
 
 func TestDiscordTolerance(t *testing.T) {
 	body := discordBodies[1].body
-	for _, tt := range slackToleranceCases(DefaultTolerance) {
-		t.Run(tt.name, func(t *testing.T) {
-			d := mustNewDiscord(t, Options{Tolerance: tt.tolerance})
-			r := Request{Body: body}
-			if err := d.Sign(&r, discordKey, testNow.Add(-tt.age)); err != nil {
-				t.Fatal(err)
-			}
-			checkVerifyErr(t, verifyNoPanic(t, d, r, discordPubs, testNow), tt.want)
-		})
-	}
+	runToleranceCases(t, discordPubs, slackToleranceCases(DefaultTolerance), func(t *testing.T, tolerance time.Duration, at time.Time) (Scheme, Request) {
+		d := mustNewDiscord(t, Options{Tolerance: tolerance})
+		return d, signed(t, d, Request{Body: body}, discordKey, at)
+	})
 }
 
 func TestNewDiscord(t *testing.T) { runOptionsCases(t, NewDiscord, slackOptionsCases) }

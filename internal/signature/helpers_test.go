@@ -439,3 +439,36 @@ func checkAcceptedHex(t *testing.T, sig, prefix string, secrets [][]byte, sign f
 	}
 	t.Fatalf("Verify(%q): got nil, but it is not the signature of the body under a configured secret", sig)
 }
+
+// toleranceCase is a scheme's tolerance (Options.Tolerance; 0 is the
+// default), how long before now a request was signed (negative: after) and
+// the cause Verify must report.
+type toleranceCase struct {
+	name      string
+	tolerance time.Duration
+	age       time.Duration
+	want      error
+}
+
+// runToleranceCases runs each case as a sub-test named after it: setup
+// builds the scheme with the case's tolerance and a request signed at
+// testNow - age, which Verify at testNow must answer with want.
+func runToleranceCases(t *testing.T, secrets [][]byte, cases []toleranceCase, setup func(t *testing.T, tolerance time.Duration, signedAt time.Time) (Scheme, Request)) {
+	t.Helper()
+	for _, tt := range cases {
+		t.Run(tt.name, func(t *testing.T) {
+			s, r := setup(t, tt.tolerance, testNow.Add(-tt.age))
+			checkVerifyErr(t, verifyNoPanic(t, s, r, secrets, testNow), tt.want)
+		})
+	}
+}
+
+// signed returns r signed by s (a Signer) with key at the given time, as
+// the provider would.
+func signed(tb testing.TB, s Scheme, r Request, key []byte, at time.Time) Request {
+	tb.Helper()
+	if err := s.(Signer).Sign(&r, key, at); err != nil {
+		tb.Fatalf("Sign: %v", err)
+	}
+	return r
+}

@@ -289,12 +289,7 @@ func TestHMACRotation(t *testing.T) {
 func TestHMACTolerance(t *testing.T) {
 	body := invoicePaid(t)
 	st := hmacStyles[2]
-	tests := []struct {
-		name      string
-		tolerance time.Duration
-		age       time.Duration
-		want      error
-	}{
+	tests := []toleranceCase{
 		{"default, now", 0, 0, nil},
 		{"default, at the edge", 0, DefaultTolerance, nil},
 		{"default, one second too old", 0, DefaultTolerance + time.Second, ErrTooOld},
@@ -304,17 +299,11 @@ func TestHMACTolerance(t *testing.T) {
 		{"1m, 61s ahead", time.Minute, -61 * time.Second, ErrTooNew},
 		{"1h, 59m old", time.Hour, 59 * time.Minute, nil},
 	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			s, err := NewHMAC(Options{HMAC: st.o, Tolerance: tt.tolerance})
-			if err != nil {
-				t.Fatal(err)
-			}
-			ts := strconv.FormatInt(testNow.Add(-tt.age).Unix(), 10)
-			r := hmacRequest(st, body, st.sign(hmacSecret, body, ts), ts)
-			checkErr(t, verifyNoPanic(t, s, r, hmacSecrets, testNow), tt.want)
-		})
-	}
+	runToleranceCases(t, hmacSecrets, tests, func(t *testing.T, tolerance time.Duration, at time.Time) (Scheme, Request) {
+		s := mustNew(t, NewHMAC, Options{HMAC: st.o, Tolerance: tolerance})
+		ts := strconv.FormatInt(at.Unix(), 10)
+		return s, hmacRequest(st, body, st.sign(hmacSecret, body, ts), ts)
+	})
 	t.Run("no timestamp header configured: no tolerance", func(t *testing.T) {
 		s := mustNewHMAC(t, hmacStyles[0].o)
 		r := hmacRequest(hmacStyles[0], body, hmacStyles[0].sign(hmacSecret, body, ""), "")

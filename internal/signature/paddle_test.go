@@ -181,12 +181,7 @@ func TestPaddleRotation(t *testing.T) {
 
 func TestPaddleTolerance(t *testing.T) {
 	body := []byte(paddleSubscriptionCreated)
-	tests := []struct {
-		name      string
-		tolerance time.Duration
-		age       time.Duration
-		want      error
-	}{
+	tests := []toleranceCase{
 		{"default, now", 0, 0, nil},
 		{"default, at the edge", 0, DefaultTolerance, nil},
 		{"default, one second too old", 0, DefaultTolerance + time.Second, ErrTooOld},
@@ -196,16 +191,10 @@ func TestPaddleTolerance(t *testing.T) {
 		{"5s, 6s old", 5 * time.Second, 6 * time.Second, ErrTooOld},
 		{"5s, 6s in the future", 5 * time.Second, -6 * time.Second, ErrTooNew},
 	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			p := mustNewPaddle(t, Options{Tolerance: tt.tolerance})
-			r := paddleRequest(body)
-			if err := p.Sign(&r, paddleSecret, testNow.Add(-tt.age)); err != nil {
-				t.Fatal(err)
-			}
-			checkErr(t, verifyNoPanic(t, p, r, paddleSecrets, testNow), tt.want)
-		})
-	}
+	runToleranceCases(t, paddleSecrets, tests, func(t *testing.T, tolerance time.Duration, at time.Time) (Scheme, Request) {
+		p := mustNewPaddle(t, Options{Tolerance: tolerance})
+		return p, signed(t, p, paddleRequest(body), paddleSecret, at)
+	})
 	t.Run("too old and wrong signature reports the age", func(t *testing.T) {
 		p := mustNewPaddle(t, Options{})
 		header := SignPaddle(body, paddleSecretOld, testNow.Add(-time.Hour))

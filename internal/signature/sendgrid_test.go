@@ -297,12 +297,7 @@ func TestSendGridRotation(t *testing.T) {
 
 func TestSendGridTolerance(t *testing.T) {
 	body := []byte(sendgridVector)
-	tests := []struct {
-		name      string
-		tolerance time.Duration
-		age       time.Duration
-		want      error
-	}{
+	tests := []toleranceCase{
 		{"default, now", 0, 0, nil},
 		{"default, at the edge", 0, DefaultTolerance, nil},
 		{"default, one second too old", 0, DefaultTolerance + time.Second, ErrTooOld},
@@ -312,16 +307,10 @@ func TestSendGridTolerance(t *testing.T) {
 		{"10m, 11m old", 10 * time.Minute, 11 * time.Minute, ErrTooOld},
 		{"10m, 11m ahead", 10 * time.Minute, -11 * time.Minute, ErrTooNew},
 	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			s := mustNewSendGrid(t, Options{Tolerance: tt.tolerance})
-			r := Request{Body: body}
-			if err := s.Sign(&r, []byte(sendgridPriv), testNow.Add(-tt.age)); err != nil {
-				t.Fatal(err)
-			}
-			checkErr(t, verifyNoPanic(t, s, r, sendgridKeys, testNow), tt.want)
-		})
-	}
+	runToleranceCases(t, sendgridKeys, tests, func(t *testing.T, tolerance time.Duration, at time.Time) (Scheme, Request) {
+		s := mustNewSendGrid(t, Options{Tolerance: tolerance})
+		return s, signed(t, s, Request{Body: body}, []byte(sendgridPriv), at)
+	})
 }
 
 func TestNewSendGrid(t *testing.T) {

@@ -525,12 +525,7 @@ func TestStandardWebhooksRotation(t *testing.T) {
 
 func TestStandardWebhooksTolerance(t *testing.T) {
 	body := standardWebhooksFull(t)
-	tests := []struct {
-		name      string
-		tolerance time.Duration
-		age       time.Duration // now - signed time; negative is the future
-		want      error
-	}{
+	tests := []toleranceCase{
 		{"default, now", 0, 0, nil},
 		{"default, at the edge", 0, DefaultTolerance, nil},
 		{"default, one second too old", 0, DefaultTolerance + time.Second, ErrTooOld},
@@ -546,11 +541,8 @@ func TestStandardWebhooksTolerance(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			s := mustNewStandardWebhooks(t, Options{Tolerance: tt.tolerance})
 			for _, key := range [][]byte{standardWebhooksSecret, standardWebhooksSK} {
-				r := standardWebhooksRequest(standardWebhooksModeSpec, standardWebhooksID, "", "", body)
-				if err := s.Sign(&r, key, testNow.Add(-tt.age)); err != nil {
-					t.Fatal(err)
-				}
-				checkErr(t, verifyNoPanic(t, s, r, standardWebhooksSecrets, testNow), tt.want)
+				r := signed(t, s, standardWebhooksRequest(standardWebhooksModeSpec, standardWebhooksID, "", "", body), key, testNow.Add(-tt.age))
+				checkVerifyErr(t, verifyNoPanic(t, s, r, standardWebhooksSecrets, testNow), tt.want)
 			}
 		})
 	}
