@@ -1,6 +1,7 @@
 package signature
 
 import (
+	"bytes"
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/base64"
@@ -247,8 +248,9 @@ var hubspotFields = []string{"eventId", "subscriptionId", "portalId", "subscript
 func (s *HubSpot) Split(r Request) ([]Identity, error) {
 	out := make([]Identity, 0, 4)
 	var f [6][]byte
+	var prev hubspotShared
 	err := hubspotObjects(r.Body, hubspotFields, f[:], func(elem []byte) error {
-		id, err := hubspotEvent(elem, f[:])
+		id, err := hubspotEvent(elem, f[:], &prev)
 		if err != nil {
 			return err
 		}
@@ -264,6 +266,17 @@ func (s *HubSpot) Split(r Request) ([]Identity, error) {
 		return nil, fmt.Errorf("%w: hubspot: no events", ErrInvalidPayload)
 	}
 	return out, nil
+}
+
+// hubspotShared is what consecutive events of one delivery usually have in
+// common: the subscription type and the attributes (one portal, one
+// attempt). An event equal to the previous one in these reuses its string
+// and map instead of allocating its own; the identities of a delivery
+// share them read-only.
+type hubspotShared struct {
+	rawType, rawPortal, rawAttempt []byte
+	typ                            string
+	attrs                          map[string]string
 }
 
 // hubspotObjects validates body as a JSON array of objects in one pass:
@@ -313,7 +326,7 @@ func hubspotObjects(body []byte, keys []string, fields [][]byte, each func(elem 
 }
 
 // hubspotEvent reads one event from the values of hubspotFields.
-func hubspotEvent(elem []byte, f [][]byte) (Identity, error) {
+func hubspotEvent(elem []byte, f [][]byte, prev *hubspotShared) (Identity, error) {
 	var ids [3]int64
 	for i, name := range hubspotFields[:3] {
 		n, ok := hubspotUint(f[i])
@@ -322,9 +335,14 @@ func hubspotEvent(elem []byte, f [][]byte) (Identity, error) {
 		}
 		ids[i] = n
 	}
-	typ, ok := jsonString(f[3])
-	if !ok || typ == "" || len(typ) > MaxIdentity || !utf8.ValidString(typ) {
-		return Identity{}, fmt.Errorf("%w: hubspot: missing subscriptionType", ErrInvalidPayload)
+	typ := prev.typ
+	if typ == "" || !bytes.Equal(f[3], prev.rawType) {
+		var ok bool
+		typ, ok = jsonString(f[3])
+		if !ok || typ == "" || len(typ) > MaxIdentity || !utf8.ValidString(typ) {
+			return Identity{}, fmt.Errorf("%w: hubspot: missing subscriptionType", ErrInvalidPayload)
+		}
+		prev.rawType, prev.typ = f[3], typ
 	}
 	var buf [3*20 + 2]byte
 	b := strconv.AppendInt(buf[:0], ids[2], 10)
@@ -340,11 +358,17 @@ func hubspotEvent(elem []byte, f [][]byte) (Identity, error) {
 		}
 		out.Created = time.UnixMilli(ms).UTC()
 	}
-	if attempt, ok := hubspotUint(f[5]); ok {
-		out.Attributes = map[string]string{"portal_id": id[:n], "attempt_number": strconv.FormatInt(attempt, 10)}
-	} else {
-		out.Attributes = map[string]string{"portal_id": id[:n]}
+	// The raw portal id is canonical (hubspotUint refuses signs, and
+	// jsonInt leading zeros), so equal bytes mean an equal portal.
+	if prev.attrs == nil || !bytes.Equal(f[2], prev.rawPortal) || !bytes.Equal(f[5], prev.rawAttempt) {
+		if attempt, ok := hubspotUint(f[5]); ok {
+			prev.attrs = map[string]string{"portal_id": id[:n], "attempt_number": strconv.FormatInt(attempt, 10)}
+		} else {
+			prev.attrs = map[string]string{"portal_id": id[:n]}
+		}
+		prev.rawPortal, prev.rawAttempt = f[2], f[5]
 	}
+	out.Attributes = prev.attrs
 	return out, nil
 }
 

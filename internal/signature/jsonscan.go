@@ -364,9 +364,7 @@ func numAt(b []byte, i int) (int, error) {
 	case i < len(b) && b[i] == '0':
 		i++
 	case i < len(b) && b[i] >= '1' && b[i] <= '9':
-		for i < len(b) && b[i] >= '0' && b[i] <= '9' {
-			i++
-		}
+		i = digitsAt(b, i+1)
 	default:
 		return i, errJSON
 	}
@@ -375,9 +373,7 @@ func numAt(b []byte, i int) (int, error) {
 		if i >= len(b) || b[i] < '0' || b[i] > '9' {
 			return i, errJSON
 		}
-		for i < len(b) && b[i] >= '0' && b[i] <= '9' {
-			i++
-		}
+		i = digitsAt(b, i+1)
 	}
 	if i < len(b) && (b[i] == 'e' || b[i] == 'E') {
 		i++
@@ -392,6 +388,27 @@ func numAt(b []byte, i int) (int, error) {
 		}
 	}
 	return i, nil
+}
+
+// digitsAt returns the position of the first byte at or after i that is
+// not an ASCII digit. Ids, amounts and timestamps are long runs of digits:
+// they are measured eight bytes at a time.
+func digitsAt(b []byte, i int) int {
+	const lo = 0x0101010101010101
+	for i+8 <= len(b) {
+		x := binary.LittleEndian.Uint64(b[i:])
+		// A byte is a digit when its high nibble is 3 and adding 6 keeps
+		// it there (0x30..0x39); m flags the bytes that are not.
+		m := (x&(lo*0xF0) ^ lo*0x30) | ((x+lo*0x06)&(lo*0xF0) ^ lo*0x30)
+		if m != 0 {
+			return i + bits.TrailingZeros64(m)>>3
+		}
+		i += 8
+	}
+	for i < len(b) && b[i] >= '0' && b[i] <= '9' {
+		i++
+	}
+	return i
 }
 
 // end checks that only whitespace follows the document.

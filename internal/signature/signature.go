@@ -68,7 +68,8 @@ type Identity struct {
 	// events (SendGrid, HubSpot); nil means the whole body.
 	Payload []byte
 	// Attributes are delivery facts worth keeping with the event (Shopify's
-	// webhook id, Slack's retry number); nil when there are none.
+	// webhook id, Slack's retry number); nil when there are none. The
+	// identities of one delivery may share one map: it is read-only.
 	Attributes map[string]string
 }
 

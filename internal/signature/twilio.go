@@ -176,50 +176,74 @@ func twilioKey(name []byte) uint64 {
 
 var errTwilioForm = errors.New("body is not form-encoded")
 
-// twilioPairs calls each with the offset, raw name and raw value of every
-// non-empty pair of a form body, in order. Like url.ParseQuery it splits on
-// '&' only and refuses a pair containing ';'; it also refuses more than
-// twilioMaxParams pairs.
-func twilioPairs(body []byte, each func(off int, name, value []byte) error) error {
-	if bytes.Count(body, []byte{'&'}) >= twilioMaxParams || uint64(len(body)) > math.MaxUint32 {
-		return errTwilioForm
+// twilioPairs walks the non-empty pairs of a form body in order. Like
+// url.ParseQuery it splits on '&' only and refuses a pair containing ';';
+// it also refuses more than twilioMaxParams pairs. A loop over next keeps
+// the position and the caller's state in registers, which a callback
+// would move to the heap.
+type twilioPairs struct {
+	body  []byte
+	start int
+}
+
+// newTwilioPairs checks the pair count and the length (offsets are uint32).
+func newTwilioPairs(body []byte) (twilioPairs, int, error) {
+	n := bytes.Count(body, []byte{'&'})
+	if n >= twilioMaxParams || uint64(len(body)) > math.MaxUint32 {
+		return twilioPairs{}, 0, errTwilioForm
 	}
-	for start := 0; start < len(body); {
-		end := bytes.IndexByte(body[start:], '&')
+	return twilioPairs{body: body}, n + 1, nil
+}
+
+// next returns the offset, raw name and raw value of the next non-empty
+// pair; ok is false at the end, err set for a pair with ';'.
+func (it *twilioPairs) next() (off int, name, value []byte, ok bool, err error) {
+	for it.start < len(it.body) {
+		end := bytes.IndexByte(it.body[it.start:], '&')
 		if end < 0 {
-			end = len(body)
+			end = len(it.body)
 		} else {
-			end += start
+			end += it.start
 		}
-		pair, off := body[start:end], start
-		start = end + 1
+		pair := it.body[it.start:end]
+		off, it.start = it.start, end+1
 		if bytes.IndexByte(pair, ';') >= 0 {
-			return errTwilioForm
+			return 0, nil, nil, false, errTwilioForm
 		}
 		if len(pair) == 0 {
 			continue
 		}
-		name, value := pair, pair[len(pair):]
+		name, value = pair, pair[len(pair):]
 		if eq := bytes.IndexByte(pair, '='); eq >= 0 {
 			name, value = pair[:eq], pair[eq+1:]
 		}
-		if err := each(off, name, value); err != nil {
-			return err
-		}
+		return off, name, value, true, nil
 	}
-	return nil
+	return 0, nil, nil, false, nil
 }
 
 // twilioParseForm decodes a form body as url.ParseQuery does ('+' is a
 // space, a bad escape is an error), parameters in body order.
 func twilioParseForm(body []byte) (twilioForm, error) {
-	f := twilioForm{buf: body, params: make([]twilioParam, 0, bytes.Count(body, []byte{'&'})+1)}
+	it, n, err := newTwilioPairs(body)
+	if err != nil {
+		return twilioForm{}, err
+	}
+	params := make([]twilioParam, 0, n)
+	buf := body
 	decode := bytes.IndexByte(body, '%') >= 0 || bytes.IndexByte(body, '+') >= 0
 	if decode {
 		// Decoding only shrinks: the buffer never grows past the body.
-		f.buf = make([]byte, 0, len(body))
+		buf = make([]byte, 0, len(body))
 	}
-	err := twilioPairs(body, func(off int, name, value []byte) error {
+	for {
+		off, name, value, ok, err := it.next()
+		if err != nil {
+			return twilioForm{}, err
+		}
+		if !ok {
+			break
+		}
 		var p twilioParam
 		if !decode {
 			p.ns, p.ne = uint32(off), uint32(off+len(name))
@@ -228,25 +252,20 @@ func twilioParseForm(body []byte) (twilioForm, error) {
 				p.vs, p.ve = p.ne, p.ne
 			}
 		} else {
-			var ok bool
-			p.ns = uint32(len(f.buf))
-			if f.buf, ok = twilioUnescape(f.buf, name); !ok {
-				return errTwilioForm
+			p.ns = uint32(len(buf))
+			if buf, ok = twilioUnescape(buf, name); !ok {
+				return twilioForm{}, errTwilioForm
 			}
-			p.ne, p.vs = uint32(len(f.buf)), uint32(len(f.buf))
-			if f.buf, ok = twilioUnescape(f.buf, value); !ok {
-				return errTwilioForm
+			p.ne, p.vs = uint32(len(buf)), uint32(len(buf))
+			if buf, ok = twilioUnescape(buf, value); !ok {
+				return twilioForm{}, errTwilioForm
 			}
-			p.ve = uint32(len(f.buf))
+			p.ve = uint32(len(buf))
 		}
-		p.key = twilioKey(f.buf[p.ns:p.ne])
-		f.params = append(f.params, p)
-		return nil
-	})
-	if err != nil {
-		return twilioForm{}, err
+		p.key = twilioKey(buf[p.ns:p.ne])
+		params = append(params, p)
 	}
-	return f, nil
+	return twilioForm{buf: buf, params: params}, nil
 }
 
 // sort puts the parameters in signing order: by name then value, each
@@ -369,13 +388,19 @@ func (s *Twilio) Verify(r Request, secrets [][]byte, now time.Time) error {
 	} else {
 		form.sort()
 	}
+	// The signed string after the URL, built once: one Write per MAC
+	// rather than two per parameter.
+	signed := twilioSigned(r.RawQuery, &form)
 	var sum [sha1.Size]byte
 	for _, secret := range secrets {
 		if len(secret) == 0 {
 			continue
 		}
 		for _, u := range s.urls {
-			if hmac.Equal(twilioMAC(sum[:0], secret, u, r.RawQuery, &form), sig) {
+			m := hmac.New(sha1.New, secret)
+			m.Write(u)
+			m.Write(signed)
+			if hmac.Equal(m.Sum(sum[:0]), sig) {
 				return nil
 			}
 		}
@@ -383,21 +408,31 @@ func (s *Twilio) Verify(r Request, secrets [][]byte, now time.Time) error {
 	return ErrNoMatch
 }
 
-var twilioQuestionMark = []byte{'?'}
+// twilioSigned returns what Twilio signs after the URL: "?" and the query
+// when there is one, then each parameter's name and value in f's order.
+func twilioSigned(rawQuery string, f *twilioForm) []byte {
+	n := 0
+	if rawQuery != "" {
+		n = 1 + len(rawQuery)
+	}
+	for _, p := range f.params {
+		n += int(p.ne-p.ns) + int(p.ve-p.vs)
+	}
+	out := make([]byte, 0, n)
+	if rawQuery != "" {
+		out = append(append(out, '?'), rawQuery...)
+	}
+	for _, p := range f.params {
+		out = append(append(out, f.name(p)...), f.value(p)...)
+	}
+	return out
+}
 
-// twilioMAC appends HMAC-SHA1(secret, u ["?" query] params…) to dst,
-// writing the parts in order instead of building the string.
+// twilioMAC appends HMAC-SHA1(secret, u ["?" query] params…) to dst.
 func twilioMAC(dst, secret, u []byte, rawQuery string, f *twilioForm) []byte {
 	m := hmac.New(sha1.New, secret)
 	m.Write(u)
-	if rawQuery != "" {
-		m.Write(twilioQuestionMark)
-		m.Write([]byte(rawQuery))
-	}
-	for _, p := range f.params {
-		m.Write(f.name(p))
-		m.Write(f.value(p))
-	}
+	m.Write(twilioSigned(rawQuery, f))
 	return m.Sum(dst)
 }
 
@@ -541,37 +576,43 @@ func twilioFieldIndex(name []byte) int {
 // repeated with different values, or a value that is not UTF-8, is an
 // invalid payload.
 func twilioFields(body []byte) (out [twilioNumFields]string, err error) {
+	it, _, err := newTwilioPairs(body)
+	if err != nil {
+		return out, fmt.Errorf("%w: twilio: %v", ErrInvalidPayload, err)
+	}
 	var seen [twilioNumFields]bool
-	err = twilioPairs(body, func(_ int, name, value []byte) error {
+	for {
+		_, name, value, ok, err := it.next()
+		if err != nil {
+			return out, fmt.Errorf("%w: twilio: %v", ErrInvalidPayload, err)
+		}
+		if !ok {
+			return out, nil
+		}
 		if !twilioEscapesValid(name) || !twilioEscapesValid(value) {
-			return errTwilioForm
+			return out, fmt.Errorf("%w: twilio: %v", ErrInvalidPayload, errTwilioForm)
 		}
 		if twilioNeedsDecode(name) {
 			name, _ = twilioUnescape(nil, name)
 		}
 		i := twilioFieldIndex(name)
 		if i < 0 {
-			return nil
+			continue
 		}
 		if twilioNeedsDecode(value) {
 			value, _ = twilioUnescape(nil, value)
 		}
 		if !utf8.Valid(value) {
-			return fmt.Errorf("%w: twilio: %s is not UTF-8", ErrInvalidPayload, name)
+			return out, fmt.Errorf("%w: twilio: %s is not UTF-8", ErrInvalidPayload, name)
 		}
 		if seen[i] {
 			if out[i] != string(value) {
-				return fmt.Errorf("%w: twilio: %s repeated with different values", ErrInvalidPayload, name)
+				return out, fmt.Errorf("%w: twilio: %s repeated with different values", ErrInvalidPayload, name)
 			}
-			return nil
+			continue
 		}
 		seen[i], out[i] = true, string(value)
-		return nil
-	})
-	if err == errTwilioForm {
-		err = fmt.Errorf("%w: twilio: %v", ErrInvalidPayload, err)
 	}
-	return out, err
 }
 
 func twilioNeedsDecode(s []byte) bool {
