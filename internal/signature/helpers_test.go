@@ -472,3 +472,15 @@ func signed(tb testing.TB, s Scheme, r Request, key []byte, at time.Time) Reques
 	}
 	return r
 }
+
+// toleranceEdges are the first cases of a tolerance table: the edges of a
+// window whose default is def.
+func toleranceEdges(def time.Duration) []toleranceCase {
+	return []toleranceCase{
+		{"default, now", 0, 0, nil},
+		{"default, at the edge", 0, def, nil},
+		{"default, one second too old", 0, def + time.Second, ErrTooOld},
+		{"default, future at the edge", 0, -def, nil},
+		{"default, one second too far in the future", 0, -def - time.Second, ErrTooNew},
+	}
+}

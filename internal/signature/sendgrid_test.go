@@ -297,16 +297,11 @@ func TestSendGridRotation(t *testing.T) {
 
 func TestSendGridTolerance(t *testing.T) {
 	body := []byte(sendgridVector)
-	tests := []toleranceCase{
-		{"default, now", 0, 0, nil},
-		{"default, at the edge", 0, DefaultTolerance, nil},
-		{"default, one second too old", 0, DefaultTolerance + time.Second, ErrTooOld},
-		{"default, future at the edge", 0, -DefaultTolerance, nil},
-		{"default, one second too far in the future", 0, -DefaultTolerance - time.Second, ErrTooNew},
+	tests := append(toleranceEdges(DefaultTolerance), []toleranceCase{
 		{"10m, 9m old", 10 * time.Minute, 9 * time.Minute, nil},
 		{"10m, 11m old", 10 * time.Minute, 11 * time.Minute, ErrTooOld},
 		{"10m, 11m ahead", 10 * time.Minute, -11 * time.Minute, ErrTooNew},
-	}
+	}...)
 	runToleranceCases(t, sendgridKeys, tests, func(t *testing.T, tolerance time.Duration, at time.Time) (Scheme, Request) {
 		s := mustNewSendGrid(t, Options{Tolerance: tolerance})
 		return s, signed(t, s, Request{Body: body}, []byte(sendgridPriv), at)
