@@ -10,7 +10,10 @@ import (
 	"fmt"
 	"hash"
 	"net/http"
+	"strconv"
 	"strings"
+	"time"
+	"unicode/utf8"
 )
 
 // maxHeader bounds a signature header: anything longer is malformed, and a
@@ -171,11 +174,11 @@ func matchAny(secrets [][]byte, candidates [][]byte, mac func(secret []byte) []b
 	return ErrNoMatch
 }
 
-// matchSHA256 reports whether HMAC-SHA256(secret, prefix || body) equals
-// any of sigs for any non-empty secret, comparing in constant time and
-// allocating nothing but the HMAC state: ErrNoSecret when no secret is
-// usable, ErrNoMatch when none matches.
-func matchSHA256(secrets [][]byte, sigs [][sha256.Size]byte, prefix, body []byte) error {
+// matchSHA256 reports whether HMAC-SHA256(secret, parts...) equals any of
+// sigs for any non-empty secret, comparing in constant time and allocating
+// nothing but the HMAC state: ErrNoSecret when no secret is usable,
+// ErrNoMatch when none matches.
+func matchSHA256(secrets [][]byte, sigs [][sha256.Size]byte, parts ...[]byte) error {
 	var sum [sha256.Size]byte
 	usable := false
 	for _, secret := range secrets {
@@ -184,8 +187,9 @@ func matchSHA256(secrets [][]byte, sigs [][sha256.Size]byte, prefix, body []byte
 		}
 		usable = true
 		mac := hmac.New(sha256.New, secret)
-		mac.Write(prefix)
-		mac.Write(body)
+		for _, p := range parts {
+			mac.Write(p)
+		}
 		mac.Sum(sum[:0])
 		for i := range sigs {
 			if hmac.Equal(sum[:], sigs[i][:]) {
@@ -197,4 +201,102 @@ func matchSHA256(secrets [][]byte, sigs [][sha256.Size]byte, prefix, body []byte
 		return ErrNoSecret
 	}
 	return ErrNoMatch
+}
+
+// firstValue is the first of a header's values, "" when there is none.
+func firstValue(vs []string) string {
+	if len(vs) == 0 {
+		return ""
+	}
+	return vs[0]
+}
+
+// validID reports whether s can be an identity part: non-empty, at
+// most MaxIdentity bytes, valid UTF-8 (DynamoDB strings must be).
+func validID(s string) bool {
+	return s != "" && len(s) <= MaxIdentity && utf8.ValidString(s)
+}
+
+// canonicalUnix is parseUnix that also refuses leading zeros: the MAC
+// covers the digits as sent, so one instant has exactly one signed form.
+func canonicalUnix(s string) (time.Time, bool) {
+	if len(s) > 1 && s[0] == '0' {
+		return time.Time{}, false
+	}
+	return parseUnix(s)
+}
+
+// formatCanonicalUnix is the inverse of canonicalUnix; times it cannot
+// represent are an error rather than a header no verifier accepts.
+func formatCanonicalUnix(t time.Time) (string, error) {
+	sec := t.Unix()
+	if sec < 0 || sec > 999_999_999_999 {
+		return "", fmt.Errorf("signature: cannot sign at %s: outside unix seconds 0..999999999999", t)
+	}
+	return strconv.FormatInt(sec, 10), nil
+}
+
+// toleranceOr is o.Tolerance, or def when it is zero.
+func toleranceOr(o Options, def time.Duration) time.Duration {
+	if o.Tolerance == 0 {
+		return def
+	}
+	return o.Tolerance
+}
+
+// checkPlainOptions refuses options that mean nothing to the kinds in
+// slack.go, zoom.go, twitch.go, linear.go and discord.go: none signs a URL
+// or is the generic HMAC kind, so such settings are configuration mistakes,
+// better refused at start-up than silently ignored.
+func checkPlainOptions(kind string, o Options) error {
+	if o.Tolerance < 0 {
+		return fmt.Errorf("signature: %s: negative tolerance %s", kind, o.Tolerance)
+	}
+	if o.URL != "" {
+		return fmt.Errorf("signature: %s: the provider does not sign the URL; remove the url option", kind)
+	}
+	if o.HMAC != (HMACOptions{}) {
+		return fmt.Errorf("signature: %s: hmac options apply to the generic hmac kind only", kind)
+	}
+	return nil
+}
+
+// cutByte is strings.Cut for one byte.
+func cutByte(s string, sep byte) (before, after string, found bool) {
+	for i := 0; i < len(s); i++ {
+		if s[i] == sep {
+			return s[:i], s[i+1:], true
+		}
+	}
+	return s, "", false
+}
+
+// unhex decodes exactly 2*len(dst) hex digits (either case) from s
+// into dst without allocating; false for any other length or a non-hex
+// byte, so a bad header is refused before anything is compared.
+func unhex[T string | []byte](dst []byte, s T) bool {
+	if len(s) != 2*len(dst) {
+		return false
+	}
+	for i := range dst {
+		hi, ok1 := nibble(s[2*i])
+		lo, ok2 := nibble(s[2*i+1])
+		if !ok1 || !ok2 {
+			return false
+		}
+		dst[i] = hi<<4 | lo
+	}
+	return true
+}
+
+func nibble(c byte) (byte, bool) {
+	switch {
+	case c >= '0' && c <= '9':
+		return c - '0', true
+	case c >= 'a' && c <= 'f':
+		return c - 'a' + 10, true
+	case c >= 'A' && c <= 'F':
+		return c - 'A' + 10, true
+	}
+	return 0, false
 }

@@ -55,10 +55,10 @@ var (
 // NewDiscord returns the Discord interactions scheme; the tolerance
 // defaults to five minutes. A URL or generic-HMAC settings are refused.
 func NewDiscord(o Options) (*Discord, error) {
-	if err := slackCheckOptions("discord", o); err != nil {
+	if err := checkPlainOptions("discord", o); err != nil {
 		return nil, err
 	}
-	return &Discord{tolerance: slackTolerance(o, DefaultTolerance)}, nil
+	return &Discord{tolerance: toleranceOr(o, DefaultTolerance)}, nil
 }
 
 // parse reads the signature and the raw timestamp.
@@ -71,11 +71,11 @@ func (d *Discord) parse(h http.Header, sig *[ed25519.SignatureSize]byte) (tsRaw 
 	if err != nil {
 		return "", time.Time{}, err
 	}
-	ts, ok := slackParseUnix(tsRaw)
+	ts, ok := canonicalUnix(tsRaw)
 	if !ok {
 		return "", time.Time{}, fmt.Errorf("%w: bad %s", ErrMalformedHeader, DiscordTimestampHeader)
 	}
-	if !slackUnhex(sig[:], sigRaw) {
+	if !unhex(sig[:], sigRaw) {
 		return "", time.Time{}, fmt.Errorf("%w: %s is not 128 hex digits", ErrMalformedHeader, DiscordSignatureHeader)
 	}
 	return tsRaw, ts, nil
@@ -102,7 +102,7 @@ func discordMatch(tsRaw string, body []byte, sig *[ed25519.SignatureSize]byte, s
 	usable := false
 	for _, secret := range secrets {
 		var key [ed25519.PublicKeySize]byte
-		if !slackUnhex(key[:], secret) {
+		if !unhex(key[:], secret) {
 			continue // not a public key
 		}
 		if !usable {
@@ -136,7 +136,7 @@ func (d *Discord) Identify(r Request) (Identity, error) {
 		return Identity{}, fmt.Errorf("%w: discord: PING is a handshake, not an event", ErrInvalidPayload)
 	}
 	id, ok := jsonString(f[0])
-	if !ok || !slackValidID(id) {
+	if !ok || !validID(id) {
 		return Identity{}, fmt.Errorf("%w: discord: missing id", ErrInvalidPayload)
 	}
 	out := Identity{ID: id, Type: "interaction:" + strconv.FormatInt(typ, 10)}
@@ -187,7 +187,7 @@ func (d *Discord) Sign(r *Request, key []byte, now time.Time) error {
 	default:
 		return fmt.Errorf("%w: discord: key is %d bytes, want a 64-byte Ed25519 private key or a 32-byte seed", ErrNoSecret, len(key))
 	}
-	ts, err := slackFormatUnix(now)
+	ts, err := formatCanonicalUnix(now)
 	if err != nil {
 		return err
 	}

@@ -70,7 +70,7 @@ func (s *scanner) value(depth int) ([]byte, error) {
 // or long body costs no call per value and no recursion.
 func valueAt(b []byte, i, depth int) (int, error) {
 	var arrays [maxDepth/64 + 2]uint64 // bit n: the n-th open container is an array
-	n := 0                              // containers opened by this call and not yet closed
+	n := 0                             // containers opened by this call and not yet closed
 	var err error
 	for {
 		// A value starts at i.
@@ -244,37 +244,6 @@ func keyEqual(raw []byte, escaped bool, want string) bool {
 	}
 	u, ok := unquote(raw)
 	return ok && u == want
-}
-
-func arrayAt(b []byte, i, depth int, each func([]byte) error) (int, error) {
-	i = wsAt(b, i+1) // after '['
-	if i < len(b) && b[i] == ']' {
-		return i + 1, nil
-	}
-	for {
-		vstart := i
-		var err error
-		if i, err = valueAt(b, i, depth); err != nil {
-			return i, err
-		}
-		if each != nil {
-			if err := each(b[vstart:i]); err != nil {
-				return i, err
-			}
-		}
-		i = wsAt(b, i)
-		if i >= len(b) {
-			return i, errJSON
-		}
-		switch b[i] {
-		case ',':
-			i = wsAt(b, i+1)
-		case ']':
-			return i + 1, nil
-		default:
-			return i, errJSON
-		}
-	}
 }
 
 // strAt scans the string whose opening quote is at i; it returns the

@@ -44,10 +44,10 @@ var (
 // NewLinear returns the Linear scheme; the tolerance defaults to
 // LinearDefaultTolerance. A URL or generic-HMAC settings are refused.
 func NewLinear(o Options) (*Linear, error) {
-	if err := slackCheckOptions("linear", o); err != nil {
+	if err := checkPlainOptions("linear", o); err != nil {
 		return nil, err
 	}
-	return &Linear{tolerance: slackTolerance(o, LinearDefaultTolerance)}, nil
+	return &Linear{tolerance: toleranceOr(o, LinearDefaultTolerance)}, nil
 }
 
 // Verify implements Scheme. The signature is checked first and the
@@ -62,28 +62,11 @@ func (l *Linear) Verify(r Request, secrets [][]byte, now time.Time) error {
 		return err
 	}
 	var sig [sha256.Size]byte
-	if !slackUnhex(sig[:], sigRaw) {
+	if !unhex(sig[:], sigRaw) {
 		return fmt.Errorf("%w: %s is not 64 hex digits", ErrMalformedHeader, LinearSignatureHeader)
 	}
-	var sum [sha256.Size]byte
-	usable, matched := false, false
-	for _, secret := range secrets {
-		if len(secret) == 0 {
-			continue // an empty key is public: anyone could sign with it
-		}
-		usable = true
-		m := hmac.New(sha256.New, secret)
-		m.Write(r.Body)
-		if hmac.Equal(m.Sum(sum[:0]), sig[:]) {
-			matched = true
-			break
-		}
-	}
-	if !usable {
-		return ErrNoSecret
-	}
-	if !matched {
-		return ErrNoMatch
+	if err := matchSHA256(secrets, [][sha256.Size]byte{sig}, r.Body); err != nil {
+		return err
 	}
 	var f [1][]byte
 	if err := jsonFields(r.Body, linearTimestampField, f[:]); err != nil {
@@ -103,7 +86,7 @@ var linearFields = []string{"type", "action", "createdAt", "webhookTimestamp"}
 // Identify implements Scheme with the rules in the type's comment.
 func (l *Linear) Identify(r Request) (Identity, error) {
 	id := hget(r.Header, LinearDeliveryHeader)
-	if !slackValidID(id) || len(hvalues(r.Header, LinearDeliveryHeader)) != 1 {
+	if !validID(id) || len(hvalues(r.Header, LinearDeliveryHeader)) != 1 {
 		return Identity{}, fmt.Errorf("%w: linear: %s missing, repeated, too long or not UTF-8", ErrInvalidPayload, LinearDeliveryHeader)
 	}
 	var f [4][]byte
@@ -121,7 +104,7 @@ func (l *Linear) Identify(r Request) (Identity, error) {
 			typ += ":" + action
 		}
 	}
-	if !slackValidID(typ) {
+	if !validID(typ) {
 		return Identity{}, fmt.Errorf("%w: linear: type too long or not UTF-8", ErrInvalidPayload)
 	}
 	out := Identity{ID: id, Type: typ}

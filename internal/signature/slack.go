@@ -69,13 +69,13 @@ var (
 // NewSlack returns the Slack scheme. The tolerance defaults to Slack's
 // documented five minutes; a URL or generic-HMAC settings are refused.
 func NewSlack(o Options) (*Slack, error) {
-	if err := slackCheckOptions("slack", o); err != nil {
+	if err := checkPlainOptions("slack", o); err != nil {
 		return nil, err
 	}
 	return &Slack{v0: slackV0{
 		sigHeader: SlackSignatureHeader,
 		tsHeader:  SlackTimestampHeader,
-		tolerance: slackTolerance(o, DefaultTolerance),
+		tolerance: toleranceOr(o, DefaultTolerance),
 	}}, nil
 }
 
@@ -130,7 +130,7 @@ func (s *Slack) Identify(r Request) (Identity, error) {
 	if err != nil {
 		return Identity{}, err
 	}
-	if !slackValidID(id.ID) || !slackValidID(id.Type) {
+	if !validID(id.ID) || !validID(id.Type) {
 		return Identity{}, fmt.Errorf("%w: slack: id or type empty, too long or not UTF-8", ErrInvalidPayload)
 	}
 	id.Attributes = slackRetryAttributes(r.Header)
@@ -232,7 +232,7 @@ func slackIdentifyForm(body []byte) (Identity, error) {
 // (most deliveries), which costs no allocation.
 func slackRetryAttributes(h http.Header) map[string]string {
 	// Request.Header holds canonical names, so the map is read directly.
-	num, reason := slackFirst(h[SlackRetryNumHeader]), slackFirst(h[SlackRetryReasonHeader])
+	num, reason := firstValue(h[SlackRetryNumHeader]), firstValue(h[SlackRetryReasonHeader])
 	if num == "" && reason == "" {
 		return nil
 	}
@@ -246,14 +246,6 @@ func slackRetryAttributes(h http.Header) map[string]string {
 		}
 	}
 	return m
-}
-
-// slackFirst is the first of a header's values, "" when there is none.
-func slackFirst(vs []string) string {
-	if len(vs) == 0 {
-		return ""
-	}
-	return vs[0]
 }
 
 // Sign implements Signer: it sets X-Slack-Request-Timestamp to now and
@@ -275,12 +267,6 @@ func slackIsJSON(body []byte) bool {
 		}
 	}
 	return false
-}
-
-// slackValidID reports whether s can be an identity part: non-empty, at
-// most MaxIdentity bytes, valid UTF-8 (DynamoDB strings must be).
-func slackValidID(s string) bool {
-	return s != "" && len(s) <= MaxIdentity && utf8.ValidString(s)
 }
 
 // slackV0 is the "v0" scheme Slack introduced and Zoom adopted unchanged:
@@ -306,18 +292,18 @@ func (v *slackV0) parse(h http.Header, sig *[sha256.Size]byte) (tsRaw string, ts
 		}
 		return "", time.Time{}, err
 	}
-	ts, ok := slackParseUnix(tsRaw)
+	ts, ok := canonicalUnix(tsRaw)
 	if !ok {
 		return "", time.Time{}, fmt.Errorf("%w: bad %s", ErrMalformedHeader, v.tsHeader)
 	}
-	ver, hexSig, ok := slackCut(sigRaw, '=')
+	ver, hexSig, ok := cutByte(sigRaw, '=')
 	if !ok || ver == "" {
 		return "", time.Time{}, fmt.Errorf("%w: %s has no version", ErrMalformedHeader, v.sigHeader)
 	}
 	if ver != "v0" {
 		return "", time.Time{}, fmt.Errorf("%w: %s version is not v0", ErrNoMatch, v.sigHeader)
 	}
-	if !slackUnhex(sig[:], hexSig) {
+	if !unhex(sig[:], hexSig) {
 		return "", time.Time{}, fmt.Errorf("%w: %s is not 64 hex digits", ErrMalformedHeader, v.sigHeader)
 	}
 	return tsRaw, ts, nil
@@ -346,39 +332,19 @@ func (v *slackV0) recheck(r Request, secrets [][]byte) error {
 }
 
 func (v *slackV0) match(tsRaw string, sig *[sha256.Size]byte, body []byte, secrets [][]byte) error {
-	// One scratch allocation (the hash's interface makes both escape):
-	// the prefix "v0:" + at most 12 digits (slackParseUnix) + ":", and
-	// the sum.
-	buf := new([16 + sha256.Size]byte)
-	pre, sum := buf[:16], buf[16:]
-	n := copy(pre, "v0:")
+	// The prefix "v0:" + at most 12 digits (canonicalUnix) + ":".
+	var pre [16]byte
+	n := copy(pre[:], "v0:")
 	n += copy(pre[n:], tsRaw)
 	pre[n] = ':'
-	n++
-	usable := false
-	for _, secret := range secrets {
-		if len(secret) == 0 {
-			continue // an empty key is public: anyone could sign with it
-		}
-		usable = true
-		m := hmac.New(sha256.New, secret)
-		m.Write(pre[:n])
-		m.Write(body)
-		if hmac.Equal(m.Sum(sum[:0]), sig[:]) {
-			return nil
-		}
-	}
-	if !usable {
-		return ErrNoSecret
-	}
-	return ErrNoMatch
+	return matchSHA256(secrets, [][sha256.Size]byte{*sig}, pre[:n+1], body)
 }
 
 func (v *slackV0) sign(r *Request, key []byte, now time.Time) error {
 	if len(key) == 0 {
 		return ErrNoSecret
 	}
-	ts, err := slackFormatUnix(now)
+	ts, err := formatCanonicalUnix(now)
 	if err != nil {
 		return err
 	}
@@ -391,88 +357,4 @@ func (v *slackV0) sign(r *Request, key []byte, now time.Time) error {
 	r.Header.Set(v.tsHeader, ts)
 	r.Header.Set(v.sigHeader, "v0="+hex.EncodeToString(m.Sum(nil)))
 	return nil
-}
-
-// slackParseUnix is parseUnix that also refuses leading zeros: the MAC
-// covers the digits as sent, so one instant has exactly one signed form.
-func slackParseUnix(s string) (time.Time, bool) {
-	if len(s) > 1 && s[0] == '0' {
-		return time.Time{}, false
-	}
-	return parseUnix(s)
-}
-
-// slackFormatUnix is the inverse of slackParseUnix; times it cannot
-// represent are an error rather than a header no verifier accepts.
-func slackFormatUnix(t time.Time) (string, error) {
-	sec := t.Unix()
-	if sec < 0 || sec > 999_999_999_999 {
-		return "", fmt.Errorf("signature: cannot sign at %s: outside unix seconds 0..999999999999", t)
-	}
-	return strconv.FormatInt(sec, 10), nil
-}
-
-// slackTolerance is o.Tolerance, or def when it is zero.
-func slackTolerance(o Options, def time.Duration) time.Duration {
-	if o.Tolerance == 0 {
-		return def
-	}
-	return o.Tolerance
-}
-
-// slackCheckOptions refuses options that mean nothing to the kinds in
-// slack.go, zoom.go, twitch.go, linear.go and discord.go: none signs a URL
-// or is the generic HMAC kind, so such settings are configuration mistakes,
-// better refused at start-up than silently ignored.
-func slackCheckOptions(kind string, o Options) error {
-	if o.Tolerance < 0 {
-		return fmt.Errorf("signature: %s: negative tolerance %s", kind, o.Tolerance)
-	}
-	if o.URL != "" {
-		return fmt.Errorf("signature: %s: the provider does not sign the URL; remove the url option", kind)
-	}
-	if o.HMAC != (HMACOptions{}) {
-		return fmt.Errorf("signature: %s: hmac options apply to the generic hmac kind only", kind)
-	}
-	return nil
-}
-
-// slackCut is strings.Cut for one byte.
-func slackCut(s string, sep byte) (before, after string, found bool) {
-	for i := 0; i < len(s); i++ {
-		if s[i] == sep {
-			return s[:i], s[i+1:], true
-		}
-	}
-	return s, "", false
-}
-
-// slackUnhex decodes exactly 2*len(dst) hex digits (either case) from s
-// into dst without allocating; false for any other length or a non-hex
-// byte, so a bad header is refused before anything is compared.
-func slackUnhex[T string | []byte](dst []byte, s T) bool {
-	if len(s) != 2*len(dst) {
-		return false
-	}
-	for i := range dst {
-		hi, ok1 := slackNibble(s[2*i])
-		lo, ok2 := slackNibble(s[2*i+1])
-		if !ok1 || !ok2 {
-			return false
-		}
-		dst[i] = hi<<4 | lo
-	}
-	return true
-}
-
-func slackNibble(c byte) (byte, bool) {
-	switch {
-	case c >= '0' && c <= '9':
-		return c - '0', true
-	case c >= 'a' && c <= 'f':
-		return c - 'a' + 10, true
-	case c >= 'A' && c <= 'F':
-		return c - 'A' + 10, true
-	}
-	return 0, false
 }

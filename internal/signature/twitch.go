@@ -63,10 +63,10 @@ var (
 // NewTwitch returns the Twitch EventSub scheme; the tolerance defaults to
 // TwitchDefaultTolerance. A URL or generic-HMAC settings are refused.
 func NewTwitch(o Options) (*Twitch, error) {
-	if err := slackCheckOptions("twitch", o); err != nil {
+	if err := checkPlainOptions("twitch", o); err != nil {
 		return nil, err
 	}
-	return &Twitch{tolerance: slackTolerance(o, TwitchDefaultTolerance)}, nil
+	return &Twitch{tolerance: toleranceOr(o, TwitchDefaultTolerance)}, nil
 }
 
 // twitchMaxTimestamp bounds the timestamp header: RFC 3339 with
@@ -95,14 +95,14 @@ func (t *Twitch) parse(h http.Header, sig *[sha256.Size]byte) (id, tsRaw string,
 	if perr != nil {
 		return "", "", time.Time{}, fmt.Errorf("%w: %s is not RFC 3339", ErrMalformedHeader, TwitchTimestampHeader)
 	}
-	alg, hexSig, ok := slackCut(sigRaw, '=')
+	alg, hexSig, ok := cutByte(sigRaw, '=')
 	if !ok || alg == "" {
 		return "", "", time.Time{}, fmt.Errorf("%w: %s has no algorithm", ErrMalformedHeader, TwitchSignatureHeader)
 	}
 	if alg != "sha256" {
 		return "", "", time.Time{}, fmt.Errorf("%w: %s algorithm is not sha256", ErrNoMatch, TwitchSignatureHeader)
 	}
-	if !slackUnhex(sig[:], hexSig) {
+	if !unhex(sig[:], hexSig) {
 		return "", "", time.Time{}, fmt.Errorf("%w: %s is not 64 hex digits", ErrMalformedHeader, TwitchSignatureHeader)
 	}
 	return id, tsRaw, ts, nil
@@ -133,25 +133,8 @@ func (t *Twitch) Verify(r Request, secrets [][]byte, now time.Time) error {
 }
 
 func twitchMatch(id, tsRaw string, body []byte, sig *[sha256.Size]byte, secrets [][]byte) error {
-	var sum [sha256.Size]byte
-	usable := false
-	for _, secret := range secrets {
-		if len(secret) == 0 {
-			continue // an empty key is public: anyone could sign with it
-		}
-		usable = true
-		m := hmac.New(sha256.New, secret)
-		m.Write([]byte(id))
-		m.Write([]byte(tsRaw))
-		m.Write(body)
-		if hmac.Equal(m.Sum(sum[:0]), sig[:]) {
-			return nil
-		}
-	}
-	if !usable {
-		return ErrNoSecret
-	}
-	return ErrNoMatch
+	pre := append(append(make([]byte, 0, len(id)+len(tsRaw)), id...), tsRaw...)
+	return matchSHA256(secrets, [][sha256.Size]byte{*sig}, pre, body)
 }
 
 var twitchFields = []string{"subscription", "event", "challenge"}
@@ -165,10 +148,10 @@ func (t *Twitch) Identify(r Request) (Identity, error) {
 	if len(ids) == 1 {
 		id = ids[0]
 	}
-	if !slackValidID(id) {
+	if !validID(id) {
 		return Identity{}, fmt.Errorf("%w: twitch: message id missing, repeated, too long or not UTF-8", ErrInvalidPayload)
 	}
-	mt := slackFirst(r.Header[TwitchTypeHeader])
+	mt := firstValue(r.Header[TwitchTypeHeader])
 	var f [3][]byte
 	if err := jsonFields(r.Body, twitchFields, f[:]); err != nil {
 		return Identity{}, fmt.Errorf("%w: twitch: body is not a JSON object", ErrInvalidPayload)
@@ -194,16 +177,16 @@ func (t *Twitch) Identify(r Request) (Identity, error) {
 	default:
 		return Identity{}, fmt.Errorf("%w: twitch: unknown message type", ErrInvalidPayload)
 	}
-	if !slackValidID(typ) {
+	if !validID(typ) {
 		return Identity{}, fmt.Errorf("%w: twitch: subscription.type too long", ErrInvalidPayload)
 	}
 	out := Identity{ID: id, Type: typ, Attributes: map[string]string{"message_type": mt}}
-	if retry := slackFirst(r.Header[TwitchRetryHeader]); retry != "" && len(retry) <= 16 {
+	if retry := firstValue(r.Header[TwitchRetryHeader]); retry != "" && len(retry) <= 16 {
 		if _, ok := parseUnix(retry); ok { // a small decimal count
 			out.Attributes["message_retry"] = retry
 		}
 	}
-	if ts, err := time.Parse(time.RFC3339Nano, slackFirst(r.Header[TwitchTimestampHeader])); err == nil {
+	if ts, err := time.Parse(time.RFC3339Nano, firstValue(r.Header[TwitchTimestampHeader])); err == nil {
 		out.Created = ts
 	}
 	return out, nil

@@ -46,13 +46,13 @@ var (
 // NewZoom returns the Zoom scheme; the tolerance defaults to five minutes.
 // A URL or generic-HMAC settings are refused.
 func NewZoom(o Options) (*Zoom, error) {
-	if err := slackCheckOptions("zoom", o); err != nil {
+	if err := checkPlainOptions("zoom", o); err != nil {
 		return nil, err
 	}
 	return &Zoom{v0: slackV0{
 		sigHeader: ZoomSignatureHeader,
 		tsHeader:  ZoomTimestampHeader,
-		tolerance: slackTolerance(o, DefaultTolerance),
+		tolerance: toleranceOr(o, DefaultTolerance),
 	}}, nil
 }
 
@@ -87,7 +87,7 @@ func (z *Zoom) Identify(r Request) (Identity, error) {
 	var buf [2 * sha256.Size]byte
 	hex.Encode(buf[:], sum[:])
 	id := event + ":" + strconv.FormatInt(ms, 10) + ":" + string(buf[:])
-	if !slackValidID(id) {
+	if !validID(id) {
 		return Identity{}, fmt.Errorf("%w: zoom: event name too long or not UTF-8", ErrInvalidPayload)
 	}
 	return Identity{ID: id, Type: event, Created: time.UnixMilli(ms)}, nil
