@@ -244,19 +244,32 @@ func toleranceOr(o Options, def time.Duration) time.Duration {
 	return o.Tolerance
 }
 
-// checkPlainOptions refuses options that mean nothing to the kinds in
-// slack.go, zoom.go, twitch.go, linear.go and discord.go: none signs a URL
-// or is the generic HMAC kind, so such settings are configuration mistakes,
-// better refused at start-up than silently ignored.
-func checkPlainOptions(kind string, o Options) error {
-	if o.Tolerance < 0 {
+// optionUse says which of Options a kind takes.
+type optionUse uint8
+
+const (
+	// usesTolerance: the kind signs a timestamp, checked against a window.
+	usesTolerance optionUse = 1 << iota
+	// usesURL: the kind signs the public URL of the endpoint, which the
+	// kind itself validates.
+	usesURL
+)
+
+// checkOptions refuses the options that mean nothing to kind, so that a
+// configuration mistake fails at start-up instead of being silently
+// ignored: a tolerance for a kind that signs no timestamp, a negative
+// tolerance, a URL for a kind that signs none, and HMAC options anywhere
+// but the generic hmac kind.
+func checkOptions(kind string, o Options, uses optionUse) error {
+	switch {
+	case uses&usesTolerance == 0 && o.Tolerance != 0:
+		return fmt.Errorf("signature: %s: tolerance %s set, but the provider signs no timestamp", kind, o.Tolerance)
+	case o.Tolerance < 0:
 		return fmt.Errorf("signature: %s: negative tolerance %s", kind, o.Tolerance)
-	}
-	if o.URL != "" {
-		return fmt.Errorf("signature: %s: the provider does not sign the URL; remove the url option", kind)
-	}
-	if o.HMAC != (HMACOptions{}) {
-		return fmt.Errorf("signature: %s: hmac options apply to the generic hmac kind only", kind)
+	case uses&usesURL == 0 && o.URL != "":
+		return fmt.Errorf("signature: %s: url set, but the provider does not sign the URL", kind)
+	case o.HMAC != (HMACOptions{}):
+		return fmt.Errorf("signature: %s: hmac options set; they belong to the generic hmac kind", kind)
 	}
 	return nil
 }

@@ -55,7 +55,7 @@ var (
 // NewDiscord returns the Discord interactions scheme; the tolerance
 // defaults to five minutes. A URL or generic-HMAC settings are refused.
 func NewDiscord(o Options) (*Discord, error) {
-	if err := checkPlainOptions("discord", o); err != nil {
+	if err := checkOptions("discord", o, usesTolerance); err != nil {
 		return nil, err
 	}
 	return &Discord{tolerance: toleranceOr(o, DefaultTolerance)}, nil

@@ -53,14 +53,8 @@ var (
 // options, since each means the source was configured for another
 // provider.
 func NewGitHub(o Options) (*GitHub, error) {
-	if o.Tolerance != 0 {
-		return nil, fmt.Errorf("signature: github: tolerance %s set, but GitHub signs no timestamp", o.Tolerance)
-	}
-	if o.URL != "" {
-		return nil, errors.New("signature: github: URL set, but GitHub does not sign the URL")
-	}
-	if o.HMAC != (HMACOptions{}) {
-		return nil, errors.New("signature: github: HMAC options set; they belong to the generic hmac kind")
+	if err := checkOptions("github", o, 0); err != nil {
+		return nil, err
 	}
 	return &GitHub{}, nil
 }

@@ -71,19 +71,10 @@ var (
 // NewGitLab returns the GitLab scheme. o.Tolerance applies to signed
 // deliveries; a URL or HMAC options are refused since GitLab uses neither.
 func NewGitLab(o Options) (*GitLab, error) {
-	if o.Tolerance < 0 {
-		return nil, fmt.Errorf("signature: gitlab: negative tolerance %s", o.Tolerance)
+	if err := checkOptions("gitlab", o, usesTolerance); err != nil {
+		return nil, err
 	}
-	if o.URL != "" {
-		return nil, errors.New("signature: gitlab: URL set, but GitLab does not sign the URL")
-	}
-	if o.HMAC != (HMACOptions{}) {
-		return nil, errors.New("signature: gitlab: HMAC options set; they belong to the generic hmac kind")
-	}
-	tol := o.Tolerance
-	if tol == 0 {
-		tol = DefaultTolerance
-	}
+	tol := toleranceOr(o, DefaultTolerance)
 	return &GitLab{tolerance: tol}, nil
 }
 

@@ -60,19 +60,13 @@ var (
 // query is taken from each request). The tolerance defaults to the five
 // minutes HubSpot documents; options the scheme does not use are refused.
 func NewHubSpot(o Options) (*HubSpot, error) {
-	if o.Tolerance < 0 {
-		return nil, fmt.Errorf("signature: hubspot: negative tolerance %s", o.Tolerance)
-	}
-	if o.HMAC != (HMACOptions{}) {
-		return nil, fmt.Errorf("signature: hubspot: HMAC options do not apply")
+	if err := checkOptions("hubspot", o, usesTolerance|usesURL); err != nil {
+		return nil, err
 	}
 	if err := hubspotCheckURL(o.URL); err != nil {
 		return nil, fmt.Errorf("signature: hubspot: URL: %w", err)
 	}
-	tol := o.Tolerance
-	if tol == 0 {
-		tol = DefaultTolerance
-	}
+	tol := toleranceOr(o, DefaultTolerance)
 	return &HubSpot{uri: []byte(hubspotDecode(o.URL)), tolerance: tol}, nil
 }
 

@@ -3,7 +3,6 @@ package signature
 import (
 	"crypto/sha1"
 	"encoding/hex"
-	"errors"
 	"fmt"
 	"net/http"
 	"strconv"
@@ -29,14 +28,8 @@ var (
 // NewIntercom returns the Intercom scheme. It refuses a tolerance
 // (Intercom signs no timestamp), a URL and HMAC options.
 func NewIntercom(o Options) (*Intercom, error) {
-	if o.Tolerance != 0 {
-		return nil, fmt.Errorf("signature: intercom: tolerance %s set, but Intercom signs no timestamp", o.Tolerance)
-	}
-	if o.URL != "" {
-		return nil, errors.New("signature: intercom: URL set, but Intercom does not sign the URL")
-	}
-	if o.HMAC != (HMACOptions{}) {
-		return nil, errors.New("signature: intercom: HMAC options set; they belong to the generic hmac kind")
+	if err := checkOptions("intercom", o, 0); err != nil {
+		return nil, err
 	}
 	return &Intercom{}, nil
 }

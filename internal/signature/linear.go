@@ -44,7 +44,7 @@ var (
 // NewLinear returns the Linear scheme; the tolerance defaults to
 // LinearDefaultTolerance. A URL or generic-HMAC settings are refused.
 func NewLinear(o Options) (*Linear, error) {
-	if err := checkPlainOptions("linear", o); err != nil {
+	if err := checkOptions("linear", o, usesTolerance); err != nil {
 		return nil, err
 	}
 	return &Linear{tolerance: toleranceOr(o, LinearDefaultTolerance)}, nil

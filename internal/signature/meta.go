@@ -5,7 +5,6 @@ import (
 	"crypto/sha256"
 	"crypto/subtle"
 	"encoding/hex"
-	"errors"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -49,14 +48,8 @@ var (
 // NewMeta returns the Meta scheme. It refuses a tolerance (Meta signs no
 // timestamp), a URL (Meta does not sign one) and HMAC options.
 func NewMeta(o Options) (*Meta, error) {
-	if o.Tolerance != 0 {
-		return nil, fmt.Errorf("signature: meta: tolerance %s set, but Meta signs no timestamp", o.Tolerance)
-	}
-	if o.URL != "" {
-		return nil, errors.New("signature: meta: URL set, but Meta does not sign the URL")
-	}
-	if o.HMAC != (HMACOptions{}) {
-		return nil, errors.New("signature: meta: HMAC options set; they belong to the generic hmac kind")
+	if err := checkOptions("meta", o, 0); err != nil {
+		return nil, err
 	}
 	return &Meta{}, nil
 }

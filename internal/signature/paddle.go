@@ -4,7 +4,6 @@ import (
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/hex"
-	"errors"
 	"fmt"
 	"net/http"
 	"strconv"
@@ -45,19 +44,10 @@ var (
 // NewPaddle returns the Paddle Billing scheme. Setting o.URL or o.HMAC is an
 // error: the scheme uses neither.
 func NewPaddle(o Options) (*Paddle, error) {
-	if o.Tolerance < 0 {
-		return nil, fmt.Errorf("signature: paddle: negative tolerance %s", o.Tolerance)
+	if err := checkOptions("paddle", o, usesTolerance); err != nil {
+		return nil, err
 	}
-	if o.URL != "" {
-		return nil, errors.New("signature: paddle: the scheme does not sign a URL; remove url")
-	}
-	if o.HMAC != (HMACOptions{}) {
-		return nil, errors.New("signature: paddle: hmac options apply only to the hmac kind")
-	}
-	tol := o.Tolerance
-	if tol == 0 {
-		tol = DefaultTolerance
-	}
+	tol := toleranceOr(o, DefaultTolerance)
 	return &Paddle{tolerance: tol}, nil
 }
 

@@ -58,19 +58,10 @@ var (
 // timestamp defaults to five minutes (SendGrid documents no window); a URL
 // or HMAC options, which the scheme does not use, are refused.
 func NewSendGrid(o Options) (*SendGrid, error) {
-	if o.Tolerance < 0 {
-		return nil, fmt.Errorf("signature: sendgrid: negative tolerance %s", o.Tolerance)
+	if err := checkOptions("sendgrid", o, usesTolerance); err != nil {
+		return nil, err
 	}
-	if o.URL != "" {
-		return nil, errors.New("signature: sendgrid: URL does not apply (SendGrid does not sign it)")
-	}
-	if o.HMAC != (HMACOptions{}) {
-		return nil, errors.New("signature: sendgrid: HMAC options do not apply")
-	}
-	tol := o.Tolerance
-	if tol == 0 {
-		tol = DefaultTolerance
-	}
+	tol := toleranceOr(o, DefaultTolerance)
 	return &SendGrid{tolerance: tol, keys: map[string]*ecdsa.PublicKey{}}, nil
 }
 

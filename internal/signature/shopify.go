@@ -3,7 +3,6 @@ package signature
 import (
 	"crypto/sha256"
 	"encoding/base64"
-	"errors"
 	"fmt"
 	"net/http"
 	"time"
@@ -57,14 +56,8 @@ var (
 // NewShopify returns the Shopify scheme. Shopify signs no timestamp and no
 // URL, so o.Tolerance and o.URL must be unset; o.HMAC must be empty.
 func NewShopify(o Options) (*Shopify, error) {
-	if o.Tolerance != 0 {
-		return nil, errors.New("signature: shopify: Shopify signs no timestamp; remove tolerance")
-	}
-	if o.URL != "" {
-		return nil, errors.New("signature: shopify: the scheme does not sign a URL; remove url")
-	}
-	if o.HMAC != (HMACOptions{}) {
-		return nil, errors.New("signature: shopify: hmac options apply only to the hmac kind")
+	if err := checkOptions("shopify", o, 0); err != nil {
+		return nil, err
 	}
 	return &Shopify{}, nil
 }

@@ -69,7 +69,7 @@ var (
 // NewSlack returns the Slack scheme. The tolerance defaults to Slack's
 // documented five minutes; a URL or generic-HMAC settings are refused.
 func NewSlack(o Options) (*Slack, error) {
-	if err := checkPlainOptions("slack", o); err != nil {
+	if err := checkOptions("slack", o, usesTolerance); err != nil {
 		return nil, err
 	}
 	return &Slack{v0: slackV0{

@@ -40,6 +40,9 @@ var (
 // is required and must be an absolute http(s) URL. Square signs no
 // timestamp, so o.Tolerance must be zero; o.HMAC must be empty.
 func NewSquare(o Options) (*Square, error) {
+	if err := checkOptions("square", o, usesURL); err != nil {
+		return nil, err
+	}
 	if o.URL == "" {
 		return nil, errors.New("signature: square: url (the notification URL registered with Square) is required")
 	}
@@ -49,12 +52,6 @@ func NewSquare(o Options) (*Square, error) {
 	}
 	if (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" || u.Fragment != "" {
 		return nil, fmt.Errorf("signature: square: url %q is not an absolute http(s) URL without fragment", o.URL)
-	}
-	if o.Tolerance != 0 {
-		return nil, errors.New("signature: square: Square signs no timestamp; remove tolerance")
-	}
-	if o.HMAC != (HMACOptions{}) {
-		return nil, errors.New("signature: square: hmac options apply only to the hmac kind")
 	}
 	return &Square{url: o.URL, urlb: []byte(o.URL)}, nil
 }

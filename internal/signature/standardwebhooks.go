@@ -7,7 +7,6 @@ import (
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/hex"
-	"errors"
 	"fmt"
 	"net/http"
 	"strconv"
@@ -72,19 +71,10 @@ var (
 // webhook-timestamp in both directions. The scheme signs no URL and has no
 // generic HMAC settings: setting o.URL or o.HMAC is an error.
 func NewStandardWebhooks(o Options) (*StandardWebhooks, error) {
-	if o.Tolerance < 0 {
-		return nil, fmt.Errorf("signature: standardwebhooks: negative tolerance %s", o.Tolerance)
+	if err := checkOptions("standardwebhooks", o, usesTolerance); err != nil {
+		return nil, err
 	}
-	if o.URL != "" {
-		return nil, errors.New("signature: standardwebhooks: the scheme does not sign a URL; remove url")
-	}
-	if o.HMAC != (HMACOptions{}) {
-		return nil, errors.New("signature: standardwebhooks: hmac options apply only to the hmac kind")
-	}
-	tol := o.Tolerance
-	if tol == 0 {
-		tol = DefaultTolerance
-	}
+	tol := toleranceOr(o, DefaultTolerance)
 	return &StandardWebhooks{tolerance: tol}, nil
 }
 

@@ -27,10 +27,10 @@ var _ Scheme = (*Stripe)(nil)
 
 // NewStripe returns the Stripe scheme.
 func NewStripe(o Options) (*Stripe, error) {
-	tol := o.Tolerance
-	if tol == 0 {
-		tol = DefaultTolerance
+	if err := checkOptions("stripe", o, usesTolerance); err != nil {
+		return nil, err
 	}
+	tol := toleranceOr(o, DefaultTolerance)
 	return &Stripe{tolerance: tol}, nil
 }
 

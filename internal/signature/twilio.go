@@ -72,11 +72,8 @@ var (
 // fragment (the query is taken from each request). A Tolerance is refused,
 // Twilio signing no timestamp, and so are HMAC options.
 func NewTwilio(o Options) (*Twilio, error) {
-	if o.Tolerance != 0 {
-		return nil, fmt.Errorf("signature: twilio: Tolerance %s does not apply (Twilio signs no timestamp)", o.Tolerance)
-	}
-	if o.HMAC != (HMACOptions{}) {
-		return nil, errors.New("signature: twilio: HMAC options do not apply")
+	if err := checkOptions("twilio", o, usesURL); err != nil {
+		return nil, err
 	}
 	if err := twilioCheckURL(o.URL); err != nil {
 		return nil, fmt.Errorf("signature: twilio: URL: %w", err)

@@ -63,7 +63,7 @@ var (
 // NewTwitch returns the Twitch EventSub scheme; the tolerance defaults to
 // TwitchDefaultTolerance. A URL or generic-HMAC settings are refused.
 func NewTwitch(o Options) (*Twitch, error) {
-	if err := checkPlainOptions("twitch", o); err != nil {
+	if err := checkOptions("twitch", o, usesTolerance); err != nil {
 		return nil, err
 	}
 	return &Twitch{tolerance: toleranceOr(o, TwitchDefaultTolerance)}, nil

@@ -46,7 +46,7 @@ var (
 // NewZoom returns the Zoom scheme; the tolerance defaults to five minutes.
 // A URL or generic-HMAC settings are refused.
 func NewZoom(o Options) (*Zoom, error) {
-	if err := checkPlainOptions("zoom", o); err != nil {
+	if err := checkOptions("zoom", o, usesTolerance); err != nil {
 		return nil, err
 	}
 	return &Zoom{v0: slackV0{
