@@ -7,9 +7,11 @@ import (
 	"crypto/sha512"
 	"encoding/base64"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"hash"
 	"net/http"
+	"net/url"
 	"strconv"
 	"strings"
 	"time"
@@ -312,4 +314,67 @@ func nibble(c byte) (byte, bool) {
 		return c - 'A' + 10, true
 	}
 	return 0, false
+}
+
+// checkSignedURL validates the public URL a provider signs (HubSpot,
+// Twilio): configured, absolute http(s) with a host, and without user
+// info, query or fragment, since the query comes from each request.
+func checkSignedURL(provider, raw string) error {
+	if raw == "" {
+		return fmt.Errorf("required (the public URL %s calls)", provider)
+	}
+	u, err := url.Parse(raw)
+	switch {
+	case err != nil:
+		return err
+	case u.Scheme != "https" && u.Scheme != "http":
+		return fmt.Errorf("%q is not an http(s) URL", raw)
+	case u.Host == "" || u.Opaque != "":
+		return fmt.Errorf("%q has no host", raw)
+	case u.User != nil:
+		return fmt.Errorf("%q has user info", raw)
+	case u.RawQuery != "" || u.ForceQuery:
+		return fmt.Errorf("%q has a query (it comes from each request)", raw)
+	case u.Fragment != "" || strings.Contains(raw, "#"):
+		return fmt.Errorf("%q has a fragment", raw)
+	}
+	return nil
+}
+
+// splitEvents validates body as a non-empty JSON array of objects, filling
+// fields with the raw values of keys in each element, and returns one
+// identity per element as event reads it (SendGrid, HubSpot). One bad
+// event fails the whole delivery: it is one signed request, answered once.
+func splitEvents(kind string, body []byte, keys []string, fields [][]byte, capacity int, event func(elem []byte) (Identity, error)) ([]Identity, error) {
+	out := make([]Identity, 0, capacity)
+	err := jsonObjects(body, keys, fields, func(elem []byte) error {
+		id, err := event(elem)
+		if err != nil {
+			return err
+		}
+		out = append(out, id)
+		return nil
+	})
+	switch {
+	case errors.Is(err, ErrInvalidPayload):
+		return nil, err
+	case err != nil:
+		return nil, fmt.Errorf("%w: %s: body is not a JSON array of objects", ErrInvalidPayload, kind)
+	case len(out) == 0:
+		return nil, fmt.Errorf("%w: %s: no events", ErrInvalidPayload, kind)
+	}
+	return out, nil
+}
+
+// oneEvent is Identify for a Splitter, given its Split's result: the
+// delivery must carry exactly one event (ingest uses Split, which accepts
+// any number).
+func oneEvent(kind string, ids []Identity, err error) (Identity, error) {
+	if err != nil {
+		return Identity{}, err
+	}
+	if len(ids) != 1 {
+		return Identity{}, fmt.Errorf("%w: %s: %d events in one delivery (use Split)", ErrInvalidPayload, kind, len(ids))
+	}
+	return ids[0], nil
 }

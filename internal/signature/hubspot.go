@@ -5,10 +5,8 @@ import (
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/base64"
-	"errors"
 	"fmt"
 	"net/http"
-	"net/url"
 	"strconv"
 	"strings"
 	"time"
@@ -63,7 +61,7 @@ func NewHubSpot(o Options) (*HubSpot, error) {
 	if err := checkOptions("hubspot", o, usesTolerance|usesURL); err != nil {
 		return nil, err
 	}
-	if err := hubspotCheckURL(o.URL); err != nil {
+	if err := checkSignedURL("HubSpot", o.URL); err != nil {
 		return nil, fmt.Errorf("signature: hubspot: URL: %w", err)
 	}
 	tol := toleranceOr(o, DefaultTolerance)
@@ -94,29 +92,6 @@ func (s *HubSpot) Verify(r Request, secrets [][]byte, now time.Time) error {
 	})
 }
 
-// hubspotCheckURL accepts an absolute http(s) URL with a host and no query,
-// fragment or user info: the scheme appends each request's own query.
-func hubspotCheckURL(raw string) error {
-	if raw == "" {
-		return errors.New("required (the public URL HubSpot calls)")
-	}
-	u, err := url.Parse(raw)
-	switch {
-	case err != nil:
-		return err
-	case u.Scheme != "https" && u.Scheme != "http":
-		return fmt.Errorf("%q is not an http(s) URL", raw)
-	case u.Host == "" || u.Opaque != "":
-		return fmt.Errorf("%q has no host", raw)
-	case u.User != nil:
-		return fmt.Errorf("%q has user info", raw)
-	case u.RawQuery != "" || u.ForceQuery:
-		return fmt.Errorf("%q has a query (it comes from each request)", raw)
-	case u.Fragment != "" || strings.Contains(raw, "#"):
-		return fmt.Errorf("%q has a fragment", raw)
-	}
-	return nil
-}
 
 // hubspotTimestamp reads the millisecond timestamp: ASCII digits only, no
 // leading zero (the MAC covers the text as sent, so one instant has one
@@ -240,26 +215,11 @@ var hubspotFields = []string{"eventId", "subscriptionId", "portalId", "subscript
 // portal_id and, when present, attempt_number. One bad event fails the
 // delivery.
 func (s *HubSpot) Split(r Request) ([]Identity, error) {
-	out := make([]Identity, 0, 4)
 	var f [6][]byte
 	var prev hubspotShared
-	err := hubspotObjects(r.Body, hubspotFields, f[:], func(elem []byte) error {
-		id, err := hubspotEvent(elem, f[:], &prev)
-		if err != nil {
-			return err
-		}
-		out = append(out, id)
-		return nil
+	return splitEvents("hubspot", r.Body, hubspotFields, f[:], 4, func(elem []byte) (Identity, error) {
+		return hubspotEvent(elem, f[:], &prev)
 	})
-	switch {
-	case errors.Is(err, ErrInvalidPayload):
-		return nil, err
-	case err != nil:
-		return nil, fmt.Errorf("%w: hubspot: body is not a JSON array of objects", ErrInvalidPayload)
-	case len(out) == 0:
-		return nil, fmt.Errorf("%w: hubspot: no events", ErrInvalidPayload)
-	}
-	return out, nil
 }
 
 // hubspotShared is what consecutive events of one delivery usually have in
@@ -273,51 +233,6 @@ type hubspotShared struct {
 	attrs                          map[string]string
 }
 
-// hubspotObjects validates body as a JSON array of objects in one pass:
-// for every element it fills fields with the raw values of keys at the
-// element's top level (nil when absent, the last occurrence winning, as
-// jsonFields does) and calls each with the element's bytes. SendGrid's
-// deliveries have the same shape.
-func hubspotObjects(body []byte, keys []string, fields [][]byte, each func(elem []byte) error) error {
-	s := scanner{b: body}
-	s.ws()
-	if s.i >= len(s.b) || s.b[s.i] != '[' {
-		return errJSON
-	}
-	s.i++
-	s.ws()
-	if s.i < len(s.b) && s.b[s.i] == ']' {
-		s.i++
-		return s.end()
-	}
-	for {
-		s.ws()
-		if s.i >= len(s.b) || s.b[s.i] != '{' {
-			return errJSON
-		}
-		start := s.i
-		clear(fields)
-		if err := s.object(1, keys, fields); err != nil {
-			return err
-		}
-		if err := each(s.b[start:s.i]); err != nil {
-			return err
-		}
-		s.ws()
-		if s.i >= len(s.b) {
-			return errJSON
-		}
-		switch s.b[s.i] {
-		case ',':
-			s.i++
-		case ']':
-			s.i++
-			return s.end()
-		default:
-			return errJSON
-		}
-	}
-}
 
 // hubspotEvent reads one event from the values of hubspotFields.
 func hubspotEvent(elem []byte, f [][]byte, prev *hubspotShared) (Identity, error) {
@@ -378,13 +293,7 @@ func hubspotUint(raw []byte) (int64, bool) {
 // uses Split, which accepts any number.
 func (s *HubSpot) Identify(r Request) (Identity, error) {
 	ids, err := s.Split(r)
-	if err != nil {
-		return Identity{}, err
-	}
-	if len(ids) != 1 {
-		return Identity{}, fmt.Errorf("%w: hubspot: %d events in one delivery (use Split)", ErrInvalidPayload, len(ids))
-	}
-	return ids[0], nil
+	return oneEvent("hubspot", ids, err)
 }
 
 // Sign implements Signer: it sets X-HubSpot-Request-Timestamp to now in

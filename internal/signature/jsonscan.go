@@ -493,3 +493,48 @@ func jsonInt(raw []byte) (int64, bool) {
 	n, err := strconv.ParseInt(string(raw), 10, 64)
 	return n, err == nil
 }
+
+// jsonObjects validates body as a JSON array of objects in one pass:
+// for every element it fills fields with the raw values of keys at the
+// element's top level (nil when absent, the last occurrence winning, as
+// jsonFields does) and calls each with the element's bytes.
+func jsonObjects(body []byte, keys []string, fields [][]byte, each func(elem []byte) error) error {
+	s := scanner{b: body}
+	s.ws()
+	if s.i >= len(s.b) || s.b[s.i] != '[' {
+		return errJSON
+	}
+	s.i++
+	s.ws()
+	if s.i < len(s.b) && s.b[s.i] == ']' {
+		s.i++
+		return s.end()
+	}
+	for {
+		s.ws()
+		if s.i >= len(s.b) || s.b[s.i] != '{' {
+			return errJSON
+		}
+		start := s.i
+		clear(fields)
+		if err := s.object(1, keys, fields); err != nil {
+			return err
+		}
+		if err := each(s.b[start:s.i]); err != nil {
+			return err
+		}
+		s.ws()
+		if s.i >= len(s.b) {
+			return errJSON
+		}
+		switch s.b[s.i] {
+		case ',':
+			s.i++
+		case ']':
+			s.i++
+			return s.end()
+		default:
+			return errJSON
+		}
+	}
+}

@@ -198,25 +198,11 @@ var sendgridFields = []string{"sg_event_id", "event", "timestamp"}
 func (s *SendGrid) Split(r Request) ([]Identity, error) {
 	// Every event names its id once: counting the key sizes the result in
 	// one allocation (an estimate, bounded; append grows it if needed).
-	out := make([]Identity, 0, min(max(1, bytes.Count(r.Body, []byte(`"sg_event_id"`))), 1024))
+	capacity := min(max(1, bytes.Count(r.Body, []byte(`"sg_event_id"`))), 1024)
 	var f [3][]byte
-	err := hubspotObjects(r.Body, sendgridFields, f[:], func(elem []byte) error {
-		id, err := sendgridEvent(elem, f[:])
-		if err != nil {
-			return err
-		}
-		out = append(out, id)
-		return nil
+	return splitEvents("sendgrid", r.Body, sendgridFields, f[:], capacity, func(elem []byte) (Identity, error) {
+		return sendgridEvent(elem, f[:])
 	})
-	switch {
-	case errors.Is(err, ErrInvalidPayload):
-		return nil, err
-	case err != nil:
-		return nil, fmt.Errorf("%w: sendgrid: body is not a JSON array of objects", ErrInvalidPayload)
-	case len(out) == 0:
-		return nil, fmt.Errorf("%w: sendgrid: no events", ErrInvalidPayload)
-	}
-	return out, nil
 }
 
 // sendgridEvent reads one event from the values of sendgridFields.
@@ -274,13 +260,7 @@ func sendgridEventType(raw []byte) (string, bool) {
 // uses Split, which accepts any number.
 func (s *SendGrid) Identify(r Request) (Identity, error) {
 	ids, err := s.Split(r)
-	if err != nil {
-		return Identity{}, err
-	}
-	if len(ids) != 1 {
-		return Identity{}, fmt.Errorf("%w: sendgrid: %d events in one delivery (use Split)", ErrInvalidPayload, len(ids))
-	}
-	return ids[0], nil
+	return oneEvent("sendgrid", ids, err)
 }
 
 // Sign implements Signer. key is the P-256 private key whose public half is

@@ -75,7 +75,7 @@ func NewTwilio(o Options) (*Twilio, error) {
 	if err := checkOptions("twilio", o, usesURL); err != nil {
 		return nil, err
 	}
-	if err := twilioCheckURL(o.URL); err != nil {
+	if err := checkSignedURL("Twilio", o.URL); err != nil {
 		return nil, fmt.Errorf("signature: twilio: URL: %w", err)
 	}
 	s := &Twilio{urls: [][]byte{[]byte(o.URL)}}
@@ -85,29 +85,6 @@ func NewTwilio(o Options) (*Twilio, error) {
 	return s, nil
 }
 
-// twilioCheckURL accepts an absolute http(s) URL with a host and no query,
-// fragment or user info.
-func twilioCheckURL(raw string) error {
-	if raw == "" {
-		return errors.New("required (the public URL Twilio calls)")
-	}
-	u, err := url.Parse(raw)
-	switch {
-	case err != nil:
-		return err
-	case u.Scheme != "https" && u.Scheme != "http":
-		return fmt.Errorf("%q is not an http(s) URL", raw)
-	case u.Host == "" || u.Opaque != "":
-		return fmt.Errorf("%q has no host", raw)
-	case u.User != nil:
-		return fmt.Errorf("%q has user info", raw)
-	case u.RawQuery != "" || u.ForceQuery:
-		return fmt.Errorf("%q has a query (it comes from each request)", raw)
-	case u.Fragment != "" || strings.Contains(raw, "#"):
-		return fmt.Errorf("%q has a fragment", raw)
-	}
-	return nil
-}
 
 // twilioPortVariant returns raw with the scheme's default port added when
 // it has none, or with its port removed when it has one.
