@@ -378,3 +378,36 @@ func oneEvent(kind string, ids []Identity, err error) (Identity, error) {
 	}
 	return ids[0], nil
 }
+
+// jsonPresent reports whether a raw value from jsonFields is there and not
+// null.
+func jsonPresent(raw []byte) bool {
+	return len(raw) > 0 && string(raw) != "null"
+}
+
+// identityString reads a field that names an event (its id or type): a
+// non-empty JSON string of valid UTF-8 and at most MaxIdentity bytes.
+func identityString(kind, name string, raw []byte) (string, error) {
+	s, ok := jsonString(raw)
+	if !ok || s == "" || len(s) > MaxIdentity {
+		return "", fmt.Errorf("%w: %s: missing or unusable %s", ErrInvalidPayload, kind, name)
+	}
+	return s, nil
+}
+
+// jsonTime reads an optional RFC 3339 timestamp field: the zero time when
+// absent or null, an error when it is anything but such a string.
+func jsonTime(kind, name string, raw []byte) (time.Time, error) {
+	if !jsonPresent(raw) {
+		return time.Time{}, nil
+	}
+	s, ok := jsonString(raw)
+	if !ok {
+		return time.Time{}, fmt.Errorf("%w: %s: %s is not a string", ErrInvalidPayload, kind, name)
+	}
+	t, err := time.Parse(time.RFC3339Nano, s)
+	if err != nil {
+		return time.Time{}, fmt.Errorf("%w: %s: %s: %v", ErrInvalidPayload, kind, name, err)
+	}
+	return t, nil
+}

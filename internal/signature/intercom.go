@@ -63,9 +63,9 @@ func (i *Intercom) Identify(r Request) (Identity, error) {
 			return Identity{}, fmt.Errorf("%w: intercom: type is not notification_event", ErrInvalidPayload)
 		}
 	}
-	topic, ok := jsonString(f[2])
-	if !ok || topic == "" || len(topic) > MaxIdentity {
-		return Identity{}, fmt.Errorf("%w: intercom: missing topic", ErrInvalidPayload)
+	topic, err := identityString("intercom", "topic", f[2])
+	if err != nil {
+		return Identity{}, err
 	}
 	out := Identity{Type: topic}
 	var created int64 = -1
@@ -77,7 +77,8 @@ func (i *Intercom) Identify(r Request) (Identity, error) {
 		created, out.Created = n, time.Unix(n, 0).UTC()
 	}
 	var app string
-	if f[4] != nil && string(f[4]) != "null" {
+	if jsonPresent(f[4]) {
+		var ok bool
 		if app, ok = jsonString(f[4]); !ok || len(app) > MaxIdentity {
 			return Identity{}, fmt.Errorf("%w: intercom: app_id is not a string", ErrInvalidPayload)
 		}

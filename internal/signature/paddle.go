@@ -118,26 +118,19 @@ func (p *Paddle) Identify(r Request) (Identity, error) {
 	if err := jsonFields(r.Body, paddleFields, f[:]); err != nil {
 		return Identity{}, fmt.Errorf("%w: paddle: body is not a JSON object", ErrInvalidPayload)
 	}
-	id, ok := jsonString(f[0])
-	if !ok || id == "" || len(id) > MaxIdentity {
-		return Identity{}, fmt.Errorf("%w: paddle: missing or unusable event_id", ErrInvalidPayload)
+	id, err := identityString("paddle", "event_id", f[0])
+	if err != nil {
+		return Identity{}, err
 	}
-	typ, ok := jsonString(f[1])
-	if !ok || typ == "" {
-		return Identity{}, fmt.Errorf("%w: paddle: missing event_type", ErrInvalidPayload)
+	typ, err := identityString("paddle", "event_type", f[1])
+	if err != nil {
+		return Identity{}, err
 	}
-	out := Identity{ID: id, Type: typ}
-	if len(f[2]) > 0 && string(f[2]) != "null" {
-		s, ok := jsonString(f[2])
-		if !ok {
-			return Identity{}, fmt.Errorf("%w: paddle: occurred_at is not a string", ErrInvalidPayload)
-		}
-		c, err := time.Parse(time.RFC3339Nano, s)
-		if err != nil {
-			return Identity{}, fmt.Errorf("%w: paddle: occurred_at: %v", ErrInvalidPayload, err)
-		}
-		out.Created = c
+	created, err := jsonTime("paddle", "occurred_at", f[2])
+	if err != nil {
+		return Identity{}, err
 	}
+	out := Identity{ID: id, Type: typ, Created: created}
 	if ntf, ok := jsonString(f[3]); ok && ntf != "" {
 		out.Attributes = map[string]string{"notification_id": ntf}
 	}

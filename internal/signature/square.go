@@ -90,26 +90,19 @@ func (s *Square) Identify(r Request) (Identity, error) {
 	if err := jsonFields(r.Body, squareFields, f[:]); err != nil {
 		return Identity{}, fmt.Errorf("%w: square: body is not a JSON object", ErrInvalidPayload)
 	}
-	id, ok := jsonString(f[0])
-	if !ok || id == "" || len(id) > MaxIdentity {
-		return Identity{}, fmt.Errorf("%w: square: missing or unusable event_id", ErrInvalidPayload)
+	id, err := identityString("square", "event_id", f[0])
+	if err != nil {
+		return Identity{}, err
 	}
-	typ, ok := jsonString(f[1])
-	if !ok || typ == "" {
-		return Identity{}, fmt.Errorf("%w: square: missing type", ErrInvalidPayload)
+	typ, err := identityString("square", "type", f[1])
+	if err != nil {
+		return Identity{}, err
 	}
-	out := Identity{ID: id, Type: typ}
-	if len(f[2]) > 0 && string(f[2]) != "null" {
-		v, ok := jsonString(f[2])
-		if !ok {
-			return Identity{}, fmt.Errorf("%w: square: created_at is not a string", ErrInvalidPayload)
-		}
-		c, err := time.Parse(time.RFC3339Nano, v)
-		if err != nil {
-			return Identity{}, fmt.Errorf("%w: square: created_at: %v", ErrInvalidPayload, err)
-		}
-		out.Created = c
+	created, err := jsonTime("square", "created_at", f[2])
+	if err != nil {
+		return Identity{}, err
 	}
+	out := Identity{ID: id, Type: typ, Created: created}
 	if m, ok := jsonString(f[3]); ok && m != "" {
 		out.Attributes = map[string]string{"merchant_id": m}
 	}

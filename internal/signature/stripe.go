@@ -103,22 +103,22 @@ func (s *Stripe) Identify(r Request) (Identity, error) {
 	if err := jsonFields(r.Body, stripeFields, f[:]); err != nil {
 		return Identity{}, fmt.Errorf("%w: stripe: body is not a JSON object", ErrInvalidPayload)
 	}
-	id, ok := jsonString(f[0])
-	if !ok || id == "" || len(id) > MaxIdentity {
-		return Identity{}, fmt.Errorf("%w: stripe: missing or overlong id", ErrInvalidPayload)
+	id, err := identityString("stripe", "id", f[0])
+	if err != nil {
+		return Identity{}, err
 	}
-	typ, ok := jsonString(f[2])
-	if !ok || typ == "" || len(typ) > MaxIdentity {
-		return Identity{}, fmt.Errorf("%w: stripe: missing type", ErrInvalidPayload)
+	typ, err := identityString("stripe", "type", f[2])
+	if err != nil {
+		return Identity{}, err
 	}
-	if f[1] != nil && string(f[1]) != "null" {
+	if jsonPresent(f[1]) {
 		obj, ok := jsonString(f[1])
 		if !ok || obj != "" && obj != "event" && obj != "v2.core.event" {
 			return Identity{}, fmt.Errorf("%w: stripe: object is not an event", ErrInvalidPayload)
 		}
 	}
 	out := Identity{ID: id, Type: typ}
-	if len(f[3]) > 0 && string(f[3]) != "null" {
+	if jsonPresent(f[3]) {
 		c, err := parseCreated(f[3])
 		if err != nil {
 			return Identity{}, fmt.Errorf("%w: stripe: created: %v", ErrInvalidPayload, err)
