@@ -408,11 +408,7 @@ func TestDiscordHandshake(t *testing.T) {
 
 // discordIdentifyCases is shared with the fuzz test as seeds. A zero
 // want.ID means ErrInvalidPayload.
-var discordIdentifyCases = []struct {
-	name string
-	body string
-	want Identity
-}{
+var discordIdentifyCases = []identifyCase{
 	{name: "empty", body: ``},
 	{name: "not JSON", body: `id=1&type=2`},
 	{name: "array", body: `[{"id":"1","type":2}]`},
@@ -438,21 +434,9 @@ var discordIdentifyCases = []struct {
 }
 
 func TestDiscordIdentify(t *testing.T) {
-	d := mustNewDiscord(t, Options{})
-	for _, tt := range discordIdentifyCases {
-		t.Run(tt.name, func(t *testing.T) {
-			got, err := identifyNoPanic(t, d, Request{Header: http.Header{}, Body: []byte(tt.body)})
-			if tt.want.ID == "" {
-				checkErr(t, err, ErrInvalidPayload)
-				return
-			}
-			if err != nil {
-				t.Fatalf("Identify: %v", err)
-			}
-			slackCheckIdentity(t, got, tt.want)
-			checkValidIdentity(t, got)
-		})
-	}
+	runIdentifyCases(t, mustNewDiscord(t, Options{}), discordIdentifyCases, func(body []byte) Request {
+		return Request{Header: http.Header{}, Body: body}
+	})
 }
 
 func FuzzDiscordVerify(f *testing.F) {

@@ -170,13 +170,17 @@ type identifyCase struct {
 }
 
 // runIdentifyCases runs each case as a sub-test named after it: Identify of
-// request(body) must not panic and must return the case's identity.
+// request(body) must not panic and must return the case's identity, which
+// must keep the identity contract.
 func runIdentifyCases(t *testing.T, s Scheme, cases []identifyCase, request func(body []byte) Request) {
 	t.Helper()
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			got, err := identifyNoPanic(t, s, request([]byte(tc.body)))
 			checkIdentity(t, got, err, tc.want)
+			if err == nil {
+				checkValidIdentity(t, got)
+			}
 		})
 	}
 }
@@ -199,8 +203,10 @@ func checkIdentity(tb testing.TB, got Identity, err error, want Identity) {
 	}
 }
 
+// sameAttrs reports whether a and b hold the same attributes; nil (no
+// attributes) is not an empty map.
 func sameAttrs(a, b map[string]string) bool {
-	if len(a) != len(b) {
+	if len(a) != len(b) || (a == nil) != (b == nil) {
 		return false
 	}
 	for k, v := range a {
