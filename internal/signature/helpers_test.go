@@ -508,3 +508,49 @@ func toleranceEdges(def time.Duration) []toleranceCase {
 		{"default, one second too far in the future", 0, -def - time.Second, ErrTooNew},
 	}
 }
+
+// splitCase is one delivery body and the ids of the events Split must
+// return in order; want nil means ErrInvalidPayload.
+type splitCase struct {
+	name string
+	body string
+	want []string
+}
+
+// runSplitCases runs each case as a sub-test named after it: Split must
+// return the case's ids, each event with a type and its JSON payload, and
+// Identify must accept the body exactly when it holds one event. each, if
+// not nil, checks every event further.
+func runSplitCases(t *testing.T, s splitScheme, cases []splitCase, each func(t *testing.T, id Identity)) {
+	t.Helper()
+	for _, tt := range cases {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := s.Split(Request{Body: []byte(tt.body)})
+			if tt.want == nil {
+				if !errors.Is(err, ErrInvalidPayload) {
+					t.Fatalf("Split(%q): got %+v, %v; want %v", tt.body, got, err, ErrInvalidPayload)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("Split(%q): got %v, want nil", tt.body, err)
+			}
+			ids := make([]string, len(got))
+			for i, id := range got {
+				ids[i] = id.ID
+				if id.Type == "" || !json.Valid(id.Payload) {
+					t.Errorf("Split(%q)[%d]: got %+v, want a type and the event's JSON", tt.body, i, id)
+				}
+				if each != nil {
+					each(t, id)
+				}
+			}
+			if strings.Join(ids, ",") != strings.Join(tt.want, ",") {
+				t.Errorf("Split(%q): got ids %q, want %q", tt.body, ids, tt.want)
+			}
+			if _, err := s.Identify(Request{Body: []byte(tt.body)}); (err == nil) != (len(tt.want) == 1) {
+				t.Errorf("Identify(%d events): got %v", len(tt.want), err)
+			}
+		})
+	}
+}

@@ -430,11 +430,7 @@ func TestSendGridVerifyMalformed(t *testing.T) {
 }
 
 // sendgridSplitCases are bodies Split must refuse (want nil) or read.
-var sendgridSplitCases = []struct {
-	name string
-	body string
-	want []string
-}{
+var sendgridSplitCases = []splitCase{
 	{name: "empty", body: ``},
 	{name: "empty array", body: `[]`},
 	{name: "object", body: `{"sg_event_id":"a","event":"open"}`},
@@ -463,32 +459,7 @@ var sendgridSplitCases = []struct {
 }
 
 func TestSendGridSplit(t *testing.T) {
-	s := mustNewSendGrid(t, Options{})
-	for _, tt := range sendgridSplitCases {
-		t.Run(tt.name, func(t *testing.T) {
-			got, err := s.Split(Request{Body: []byte(tt.body)})
-			if tt.want == nil {
-				if !errors.Is(err, ErrInvalidPayload) {
-					t.Fatalf("Split(%q): got %+v, %v; want %v", tt.body, got, err, ErrInvalidPayload)
-				}
-				return
-			}
-			if err != nil {
-				t.Fatalf("Split(%q): got %v, want nil", tt.body, err)
-			}
-			ids := make([]string, len(got))
-			for i, id := range got {
-				ids[i] = id.ID
-			}
-			if strings.Join(ids, ",") != strings.Join(tt.want, ",") {
-				t.Errorf("Split(%q): got ids %q, want %q", tt.body, ids, tt.want)
-			}
-			_, err = s.Identify(Request{Body: []byte(tt.body)})
-			if (err == nil) != (len(tt.want) == 1) {
-				t.Errorf("Identify(%d events): got %v", len(tt.want), err)
-			}
-		})
-	}
+	runSplitCases(t, mustNewSendGrid(t, Options{}), sendgridSplitCases, nil)
 }
 
 func FuzzSendGridVerify(f *testing.F) {
