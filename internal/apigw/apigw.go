@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 
 	"github.com/aws/aws-lambda-go/events"
@@ -54,8 +55,16 @@ func FromV2(e events.APIGatewayV2HTTPRequest, maxBody int) (Request, error) {
 		r.Path = e.RequestContext.HTTP.Path
 	}
 	for k, v := range e.Headers {
-		// HTTP APIs deliver one comma-joined value per lowercase name.
-		r.Header[http.CanonicalHeaderKey(k)] = []string{v}
+		// HTTP APIs deliver one comma-joined value per lowercase name. An
+		// event written by hand may spell one name twice in different
+		// cases: both values are kept, in a fixed order, so that a
+		// signature header given twice is refused as repeated rather than
+		// one of them chosen by map order.
+		ck := http.CanonicalHeaderKey(k)
+		r.Header[ck] = append(r.Header[ck], v)
+		if vs := r.Header[ck]; len(vs) > 1 {
+			slices.Sort(vs)
+		}
 	}
 	if e.RawQueryString != "" {
 		r.RawQuery = e.RawQueryString

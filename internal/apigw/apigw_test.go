@@ -347,3 +347,73 @@ func TestFromV1(t *testing.T) {
 		t.Errorf("V1 response: got %+v", got)
 	}
 }
+
+func TestFromV2HeaderCaseTwice(t *testing.T) {
+	e := v2("{}", false)
+	e.Headers = map[string]string{"stripe-signature": "t=1,v1=aa", "Stripe-Signature": "t=1,v1=bb"}
+	for range 20 {
+		r, err := FromV2(e, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := r.Header.Values("Stripe-Signature"); !reflect.DeepEqual(got, []string{"t=1,v1=aa", "t=1,v1=bb"}) {
+			t.Fatalf("got %q, want both values in order", got)
+		}
+	}
+}
+
+// FuzzFromV1 checks the REST API normalizer: no panic; the body as the
+// base64 decoder or the raw string gives it; every multi-value header kept
+// value by value under its canonical name, a single-value header used only
+// where no multi-value one names the same header; and a RawQuery that
+// parses back to the query parameters.
+func FuzzFromV1(f *testing.F) {
+	f.Add("eyJpZCI6MX0=", true, "X-Hub-Signature-256", "sha256=aa", "x-hub-signature-256", "ignored", "a", "1 2", 0)
+	f.Add(`{"id":"evt_1"}`, false, "stripe-signature", "t=1,v1=ab", "Content-Type", "application/json", "", "", 1024)
+	f.Add("not base64", true, "a b", "c", "a b", "d", "k&=", "v;%", 3)
+	f.Fuzz(func(t *testing.T, body string, isBase64 bool, mk, mv, sk, sv, qk, qv string, max int) {
+		e := events.APIGatewayProxyRequest{
+			HTTPMethod:        "post",
+			Path:              "/webhooks/x",
+			Body:              body,
+			IsBase64Encoded:   isBase64,
+			MultiValueHeaders: map[string][]string{mk: {mv, mv + "2"}},
+			Headers:           map[string]string{sk: sv},
+		}
+		if qk != "" {
+			e.MultiValueQueryStringParameters = map[string][]string{qk: {qv, ""}}
+		}
+		r, err := FromV1(e, max)
+		if err != nil {
+			if !errors.Is(err, ErrBodyTooLarge) && !errors.Is(err, ErrBadEncoding) {
+				t.Fatalf("got %v, want ErrBodyTooLarge or ErrBadEncoding", err)
+			}
+			return
+		}
+		want := []byte(body)
+		if isBase64 {
+			d, derr := base64.StdEncoding.DecodeString(body)
+			if derr != nil {
+				t.Fatalf("accepted a body base64 rejects: %v", derr)
+			}
+			want = d
+		}
+		if !bytes.Equal(r.Body, want) || max > 0 && len(r.Body) > max {
+			t.Fatalf("Body: got %q, want %q (max %d)", r.Body, want, max)
+		}
+		got := r.Header.Values(mk)
+		if len(got) < 2 || got[0] != mv || got[1] != mv+"2" {
+			t.Fatalf("multi-value header %q: got %q", mk, got)
+		}
+		if http.CanonicalHeaderKey(sk) != http.CanonicalHeaderKey(mk) && r.Header.Get(sk) != sv {
+			t.Fatalf("single-value header %q: got %q, want %q", sk, r.Header.Get(sk), sv)
+		}
+		q, err := url.ParseQuery(r.RawQuery)
+		if err != nil {
+			t.Fatalf("RawQuery %q does not parse: %v", r.RawQuery, err)
+		}
+		if qk != "" && !reflect.DeepEqual(q[qk], []string{qv, ""}) {
+			t.Fatalf("RawQuery %q gives %q for %q, want %q", r.RawQuery, q[qk], qk, []string{qv, ""})
+		}
+	})
+}
