@@ -79,10 +79,21 @@ lint: $(BIN)/staticcheck $(CFN_LINT) ## gofmt, go vet, staticcheck and cfn-lint.
 	$(CFN_LINT) $(TEMPLATE)
 
 .PHONY: bench
-bench: ## Signature benchmarks, each beside the bare primitive and the provider SDK over the same bytes, with ratios.
+bench: ## Signature benchmarks beside the bare primitive and the provider SDK over the same bytes; ratios of medians of BENCH_COUNT runs.
 	@mkdir -p .build
 	set -o pipefail; $(GO) test -run='^$$' -bench=. -benchmem -count=$(BENCH_COUNT) ./internal/signature/ | tee .build/bench.txt | $(GO) run ./infra/bench
 BENCH_COUNT ?= 3
+
+.PHONY: fuzz
+fuzz: ## Every fuzz target of the parsers in turn, FUZZTIME each (FUZZTIME=5m for a long run).
+	@set -e; for pkg in $(FUZZ_PKGS); do \
+	  for t in $$($(GO) test -list='^Fuzz' $$pkg | grep '^Fuzz'); do \
+	    echo "== $$t $$pkg"; \
+	    $(GO) test -run='^$$' -fuzz="^$$t\$$" -fuzztime=$(FUZZTIME) $$pkg; \
+	  done; \
+	done
+FUZZTIME ?= 30s
+FUZZ_PKGS ?= ./internal/signature/ ./internal/apigw/ ./internal/source/ ./internal/inbox/ ./infra/local/
 
 .PHONY: moto
 moto: $(MOTO_SERVER)
