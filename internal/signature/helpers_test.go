@@ -17,8 +17,11 @@ import (
 	"unicode/utf8"
 )
 
-// errSentinels are the causes Verify may return.
-var errSentinels = []error{ErrNotSigned, ErrMalformedHeader, ErrTooOld, ErrTooNew, ErrNoMatch, ErrNoSecret}
+// Inputs: payloads, schemes and requests.
+
+// corpusDir is the project's corpus of provider payloads (see
+// testdata/corpus/README.md).
+const corpusDir = "../../testdata/corpus"
 
 // corpusFile is one named payload of a corpus or a table of bodies.
 type corpusFile struct {
@@ -26,6 +29,7 @@ type corpusFile struct {
 	body []byte
 }
 
+// mustReadFile returns the contents of path or fails the test.
 func mustReadFile(tb testing.TB, path string) []byte {
 	tb.Helper()
 	b, err := os.ReadFile(path)
@@ -34,356 +38,6 @@ func mustReadFile(tb testing.TB, path string) []byte {
 	}
 	return b
 }
-
-// flipByte returns a copy of b with byte i changed.
-func flipByte(b []byte, i int) []byte {
-	c := bytes.Clone(b)
-	c[i] ^= 0x01
-	return c
-}
-
-// changed returns f(body), or body when f is nil: the body of a table case
-// that may alter the signed body.
-func changed(body []byte, f func([]byte) []byte) []byte {
-	if f == nil {
-		return body
-	}
-	return f(body)
-}
-
-// orSecrets returns secrets, or def when secrets is nil: a table case's
-// secrets where nil means the scheme's usual ones.
-func orSecrets(secrets, def [][]byte) [][]byte {
-	if secrets == nil {
-		return def
-	}
-	return secrets
-}
-
-// fuzzHeaders turns one fuzzed string into header values: none when empty,
-// otherwise one value per line, so the fuzzer also reaches the
-// repeated-header path.
-func fuzzHeaders(header string) []string {
-	if header == "" {
-		return nil
-	}
-	return strings.Split(header, "\n")
-}
-
-// checkErr reports whether err matches want: nil for nil, errors.Is otherwise.
-func checkErr(tb testing.TB, err, want error) {
-	tb.Helper()
-	if want == nil {
-		if err != nil {
-			tb.Fatalf("got %v, want nil", err)
-		}
-		return
-	}
-	if !errors.Is(err, want) {
-		tb.Fatalf("got %v, want %v", err, want)
-	}
-}
-
-func isSentinel(err error) bool {
-	for _, s := range errSentinels {
-		if errors.Is(err, s) {
-			return true
-		}
-	}
-	return false
-}
-
-// checkVerifyErr is checkErr that also requires one of the Err* causes.
-func checkVerifyErr(tb testing.TB, err, want error) {
-	tb.Helper()
-	checkErr(tb, err, want)
-	if err != nil && !isSentinel(err) {
-		tb.Errorf("got %v, want one of the Err* causes", err)
-	}
-}
-
-// verifyNoPanic runs Verify and turns a panic into a test failure.
-func verifyNoPanic(tb testing.TB, s Scheme, r Request, secrets [][]byte, now time.Time) (err error) {
-	tb.Helper()
-	defer func() {
-		if p := recover(); p != nil {
-			tb.Fatalf("Verify panicked: %v (headers %q)", p, r.Header)
-		}
-	}()
-	return s.Verify(r, secrets, now)
-}
-
-// identifyNoPanic runs Identify and turns a panic into a test failure.
-func identifyNoPanic(tb testing.TB, s Scheme, r Request) (id Identity, err error) {
-	tb.Helper()
-	defer func() {
-		if p := recover(); p != nil {
-			tb.Fatalf("Identify panicked: %v (body %q)", p, r.Body)
-		}
-	}()
-	return s.Identify(r)
-}
-
-// verifyCase is one Verify input and the cause Verify must report.
-type verifyCase struct {
-	name    string
-	r       Request
-	secrets [][]byte
-	want    error
-}
-
-// runVerifyCases requires at least min cases, then runs each as a sub-test
-// named after it: Verify must not panic, must return want and, when it
-// fails, one of the Err* causes.
-func runVerifyCases(t *testing.T, s Scheme, now time.Time, min int, cases []verifyCase) {
-	t.Helper()
-	if len(cases) < min {
-		t.Fatalf("got %d cases, want at least %d", len(cases), min)
-	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			checkVerifyErr(t, verifyNoPanic(t, s, tc.r, tc.secrets, now), tc.want)
-		})
-	}
-}
-
-// checkFlipsRejected checks that r (the body called name), which Verify
-// accepts, is refused with ErrNoMatch once its first, middle or last body
-// byte is changed.
-func checkFlipsRejected(t *testing.T, name string, s Scheme, r Request, secrets [][]byte, now time.Time) {
-	t.Helper()
-	for _, i := range []int{0, len(r.Body) / 2, len(r.Body) - 1} {
-		flipped := r
-		flipped.Body = flipByte(r.Body, i)
-		if err := verifyNoPanic(t, s, flipped, secrets, now); !errors.Is(err, ErrNoMatch) {
-			t.Errorf("%s: Verify(body with byte %d flipped): got %v, want %v", name, i, err, ErrNoMatch)
-		}
-	}
-}
-
-// identifyCase is one body and the identity Identify must return; a zero
-// want.ID means ErrInvalidPayload.
-type identifyCase struct {
-	name string
-	body string
-	want Identity
-}
-
-// runIdentifyCases runs each case as a sub-test named after it: Identify of
-// request(body) must not panic and must return the case's identity, which
-// must keep the identity contract.
-func runIdentifyCases(t *testing.T, s Scheme, cases []identifyCase, request func(body []byte) Request) {
-	t.Helper()
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			got, err := identifyNoPanic(t, s, request([]byte(tc.body)))
-			checkIdentity(t, got, err, tc.want)
-			if err == nil {
-				checkValidIdentity(t, got)
-			}
-		})
-	}
-}
-
-// checkIdentity compares an Identify result with want; a zero want.ID means
-// ErrInvalidPayload is expected.
-func checkIdentity(tb testing.TB, got Identity, err error, want Identity) {
-	tb.Helper()
-	if want.ID == "" {
-		if !errors.Is(err, ErrInvalidPayload) {
-			tb.Fatalf("Identify: got %+v, %v; want %v", got, err, ErrInvalidPayload)
-		}
-		return
-	}
-	if err != nil {
-		tb.Fatalf("Identify: got %v, want nil", err)
-	}
-	if got.ID != want.ID || got.Type != want.Type || !got.Created.Equal(want.Created) || got.Account != want.Account || got.Payload != nil || !sameAttrs(got.Attributes, want.Attributes) {
-		tb.Errorf("Identify: got %+v, want %+v", got, want)
-	}
-}
-
-// sameAttrs reports whether a and b hold the same attributes; nil (no
-// attributes) is not an empty map.
-func sameAttrs(a, b map[string]string) bool {
-	if len(a) != len(b) || (a == nil) != (b == nil) {
-		return false
-	}
-	for k, v := range a {
-		if w, ok := b[k]; !ok || w != v {
-			return false
-		}
-	}
-	return true
-}
-
-// checkValidIdentity asserts the identity contract every scheme shares.
-func checkValidIdentity(tb testing.TB, id Identity) {
-	tb.Helper()
-	for _, s := range []string{id.ID, id.Type} {
-		if s == "" || len(s) > MaxIdentity || !utf8.ValidString(s) {
-			tb.Fatalf("Identify: got id %q type %q; want both non-empty UTF-8 of at most %d bytes", id.ID, id.Type, MaxIdentity)
-		}
-	}
-}
-
-// fuzzVerify is the common part of the Verify fuzz targets: r must be
-// refused without secrets and, with secrets, either accepted or refused with
-// one of the Err* causes. It reports whether r was accepted, for the target
-// to check that it is rightly signed.
-func fuzzVerify(t *testing.T, s Scheme, r Request, secrets [][]byte, now time.Time) bool {
-	t.Helper()
-	if err := s.Verify(r, nil, now); err == nil {
-		t.Fatalf("Verify(headers %q) with no secrets: got nil, want an error", r.Header)
-	}
-	err := s.Verify(r, secrets, now)
-	if err != nil && !isSentinel(err) {
-		t.Fatalf("Verify(headers %q, body %q): got %v, want one of the Err* causes", r.Header, r.Body, err)
-	}
-	return err == nil
-}
-
-// fuzzIdentify is the common part of the Identify fuzz targets: Identify
-// returns an identity (ok) or ErrInvalidPayload, nothing else.
-func fuzzIdentify(t *testing.T, s Scheme, r Request) (id Identity, ok bool) {
-	t.Helper()
-	id, err := s.Identify(r)
-	if err != nil {
-		if !errors.Is(err, ErrInvalidPayload) {
-			t.Fatalf("Identify(%q): got %v, want %v", r.Body, err, ErrInvalidPayload)
-		}
-		return Identity{}, false
-	}
-	return id, true
-}
-
-// splitScheme is a scheme whose one delivery carries several events.
-type splitScheme interface {
-	Scheme
-	Splitter
-}
-
-// fuzzSplit is the body of the Split fuzz targets. "{long}" in body stands
-// for 600 bytes, to reach the length limits without a long seed. Split
-// returns ErrInvalidPayload or at least one event, each with an id of 1 to
-// MaxIdentity bytes, a type and a JSON payload taken from the body; Identify
-// accepts the body exactly when it holds one event.
-func fuzzSplit(t *testing.T, s splitScheme, body []byte) {
-	t.Helper()
-	body = bytes.ReplaceAll(body, []byte("{long}"), bytes.Repeat([]byte("a"), 600))
-	ids, err := s.Split(Request{Body: body})
-	if err != nil {
-		if !errors.Is(err, ErrInvalidPayload) {
-			t.Fatalf("Split: got %v, want %v", err, ErrInvalidPayload)
-		}
-		return
-	}
-	if len(ids) == 0 {
-		t.Fatal("Split: got no events and no error")
-	}
-	for _, id := range ids {
-		if id.ID == "" || len(id.ID) > MaxIdentity || id.Type == "" || !json.Valid(id.Payload) || !bytes.Contains(body, id.Payload) {
-			t.Fatalf("Split: got %+v", id)
-		}
-	}
-	if _, err := s.Identify(Request{Body: body}); (err == nil) != (len(ids) == 1) {
-		t.Fatalf("Identify: got %v for %d events", err, len(ids))
-	}
-}
-
-// benchRun runs op once per iteration in the sub-benchmark name, reporting
-// allocations and n bytes processed per iteration.
-func benchRun(b *testing.B, name string, n int, op func(b *testing.B)) {
-	b.Helper()
-	b.Run(name, func(b *testing.B) {
-		b.ReportAllocs()
-		b.SetBytes(int64(n))
-		for b.Loop() {
-			op(b)
-		}
-	})
-}
-
-// benchScheme checks that s accepts and identifies r, then runs the
-// sub-benchmarks bareName (bare is one run of the scheme's bare primitive
-// over the same bytes, the floor), "verify" and "verify+identify", each over
-// len(r.Body) bytes. A Splitter is timed with Split instead of Identify, as
-// the ingest calls it. infra/bench parses these names.
-func benchScheme(b *testing.B, s Scheme, r Request, secrets [][]byte, now time.Time, bareName string, bare func(b *testing.B)) {
-	b.Helper()
-	identify := func() error {
-		_, err := s.Identify(r)
-		return err
-	}
-	if sp, ok := s.(Splitter); ok {
-		identify = func() error {
-			_, err := sp.Split(r)
-			return err
-		}
-	}
-	// Each variant must succeed once before it is timed.
-	if err := s.Verify(r, secrets, now); err != nil {
-		b.Fatal(err)
-	}
-	if err := identify(); err != nil {
-		b.Fatal(err)
-	}
-	n := len(r.Body)
-	benchRun(b, bareName, n, bare)
-	benchRun(b, "verify", n, func(b *testing.B) {
-		if err := s.Verify(r, secrets, now); err != nil {
-			b.Fatal(err)
-		}
-	})
-	benchRun(b, "verify+identify", n, func(b *testing.B) {
-		if err := s.Verify(r, secrets, now); err != nil {
-			b.Fatal(err)
-		}
-		if err := identify(); err != nil {
-			b.Fatal(err)
-		}
-	})
-}
-
-// fuzzIdentifyValid checks the Identify contract: ErrInvalidPayload or a
-// valid identity, never a panic.
-func fuzzIdentifyValid(t *testing.T, s Scheme, r Request) {
-	t.Helper()
-	if id, ok := fuzzIdentify(t, s, r); ok {
-		checkValidIdentity(t, id)
-	}
-}
-
-// optionsCase is one Options value and whether the constructor must refuse
-// it.
-type optionsCase struct {
-	name    string
-	o       Options
-	wantErr bool
-}
-
-// runOptionsCases runs each case as a sub-test named after it: newScheme
-// must fail exactly when wantErr, and return a scheme exactly when it does
-// not fail.
-func runOptionsCases[S Scheme](t *testing.T, newScheme func(Options) (S, error), cases []optionsCase) {
-	t.Helper()
-	for _, tt := range cases {
-		t.Run(tt.name, func(t *testing.T) {
-			s, err := newScheme(tt.o)
-			if gotErr := err != nil; gotErr != tt.wantErr {
-				t.Fatalf("new scheme (%+v): got error %v, want error %t", tt.o, err, tt.wantErr)
-			}
-			v := reflect.ValueOf(s)
-			if isNil := !v.IsValid() || v.IsNil(); isNil == (err == nil) {
-				t.Fatalf("new scheme (%+v): got scheme %v with error %v, want exactly one of them", tt.o, s, err)
-			}
-		})
-	}
-}
-
-// corpusDir is the project's corpus of provider payloads (see
-// testdata/corpus/README.md).
-const corpusDir = "../../testdata/corpus"
 
 // loadCorpus returns the JSON files of dir itself but skip (a vector file,
 // not a payload), sorted by name, and requires at least min of them.
@@ -452,16 +106,124 @@ func jsonPost(body []byte, headers map[string][]string) Request {
 	return Request{Method: http.MethodPost, Header: h, Body: body}
 }
 
-// checkAcceptedHex fails unless sig, which Verify accepted, is sign(secret)
-// for one of secrets: prefix exactly, the hex digits in either case.
-func checkAcceptedHex(t *testing.T, sig, prefix string, secrets [][]byte, sign func(secret []byte) string) {
-	t.Helper()
-	for _, secret := range secrets {
-		if strings.HasPrefix(sig, prefix) && strings.EqualFold(sig, sign(secret)) {
-			return
+// signed returns r signed by s (a Signer) with key at the given time, as
+// the provider would.
+func signed(tb testing.TB, s Scheme, r Request, key []byte, at time.Time) Request {
+	tb.Helper()
+	if err := s.(Signer).Sign(&r, key, at); err != nil {
+		tb.Fatalf("Sign: %v", err)
+	}
+	return r
+}
+
+// flipByte returns a copy of b with byte i changed.
+func flipByte(b []byte, i int) []byte {
+	c := bytes.Clone(b)
+	c[i] ^= 0x01
+	return c
+}
+
+// changed returns f(body), or body when f is nil: the body of a table case
+// that may alter the signed body.
+func changed(body []byte, f func([]byte) []byte) []byte {
+	if f == nil {
+		return body
+	}
+	return f(body)
+}
+
+// orSecrets returns secrets, or def when secrets is nil: a table case's
+// secrets where nil means the scheme's usual ones.
+func orSecrets(secrets, def [][]byte) [][]byte {
+	if secrets == nil {
+		return def
+	}
+	return secrets
+}
+
+// Verify: causes, tables and the checks every scheme shares.
+
+// errSentinels are the causes Verify may return.
+var errSentinels = []error{ErrNotSigned, ErrMalformedHeader, ErrTooOld, ErrTooNew, ErrNoMatch, ErrNoSecret}
+
+// checkErr reports whether err matches want: nil for nil, errors.Is otherwise.
+func checkErr(tb testing.TB, err, want error) {
+	tb.Helper()
+	if want == nil {
+		if err != nil {
+			tb.Fatalf("got %v, want nil", err)
+		}
+		return
+	}
+	if !errors.Is(err, want) {
+		tb.Fatalf("got %v, want %v", err, want)
+	}
+}
+
+func isSentinel(err error) bool {
+	for _, s := range errSentinels {
+		if errors.Is(err, s) {
+			return true
 		}
 	}
-	t.Fatalf("Verify(%q): got nil, but it is not the signature of the body under a configured secret", sig)
+	return false
+}
+
+// checkVerifyErr is checkErr that also requires one of the Err* causes.
+func checkVerifyErr(tb testing.TB, err, want error) {
+	tb.Helper()
+	checkErr(tb, err, want)
+	if err != nil && !isSentinel(err) {
+		tb.Errorf("got %v, want one of the Err* causes", err)
+	}
+}
+
+// verifyNoPanic runs Verify and turns a panic into a test failure.
+func verifyNoPanic(tb testing.TB, s Scheme, r Request, secrets [][]byte, now time.Time) (err error) {
+	tb.Helper()
+	defer func() {
+		if p := recover(); p != nil {
+			tb.Fatalf("Verify panicked: %v (headers %q)", p, r.Header)
+		}
+	}()
+	return s.Verify(r, secrets, now)
+}
+
+// verifyCase is one Verify input and the cause Verify must report.
+type verifyCase struct {
+	name    string
+	r       Request
+	secrets [][]byte
+	want    error
+}
+
+// runVerifyCases requires at least min cases, then runs each as a sub-test
+// named after it: Verify must not panic, must return want and, when it
+// fails, one of the Err* causes.
+func runVerifyCases(t *testing.T, s Scheme, now time.Time, min int, cases []verifyCase) {
+	t.Helper()
+	if len(cases) < min {
+		t.Fatalf("got %d cases, want at least %d", len(cases), min)
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			checkVerifyErr(t, verifyNoPanic(t, s, tc.r, tc.secrets, now), tc.want)
+		})
+	}
+}
+
+// checkFlipsRejected checks that r (the body called name), which Verify
+// accepts, is refused with ErrNoMatch once its first, middle or last body
+// byte is changed.
+func checkFlipsRejected(t *testing.T, name string, s Scheme, r Request, secrets [][]byte, now time.Time) {
+	t.Helper()
+	for _, i := range []int{0, len(r.Body) / 2, len(r.Body) - 1} {
+		flipped := r
+		flipped.Body = flipByte(r.Body, i)
+		if err := verifyNoPanic(t, s, flipped, secrets, now); !errors.Is(err, ErrNoMatch) {
+			t.Errorf("%s: Verify(body with byte %d flipped): got %v, want %v", name, i, err, ErrNoMatch)
+		}
+	}
 }
 
 // toleranceCase is a scheme's tolerance (Options.Tolerance; 0 is the
@@ -472,6 +234,18 @@ type toleranceCase struct {
 	tolerance time.Duration
 	age       time.Duration
 	want      error
+}
+
+// toleranceEdges are the first cases of a tolerance table: the edges of a
+// window whose default is def.
+func toleranceEdges(def time.Duration) []toleranceCase {
+	return []toleranceCase{
+		{"default, now", 0, 0, nil},
+		{"default, at the edge", 0, def, nil},
+		{"default, one second too old", 0, def + time.Second, ErrTooOld},
+		{"default, future at the edge", 0, -def, nil},
+		{"default, one second too far in the future", 0, -def - time.Second, ErrTooNew},
+	}
 }
 
 // runToleranceCases runs each case as a sub-test named after it: setup
@@ -487,26 +261,116 @@ func runToleranceCases(t *testing.T, secrets [][]byte, cases []toleranceCase, se
 	}
 }
 
-// signed returns r signed by s (a Signer) with key at the given time, as
-// the provider would.
-func signed(tb testing.TB, s Scheme, r Request, key []byte, at time.Time) Request {
-	tb.Helper()
-	if err := s.(Signer).Sign(&r, key, at); err != nil {
-		tb.Fatalf("Sign: %v", err)
-	}
-	return r
+// optionsCase is one Options value and whether the constructor must refuse
+// it.
+type optionsCase struct {
+	name    string
+	o       Options
+	wantErr bool
 }
 
-// toleranceEdges are the first cases of a tolerance table: the edges of a
-// window whose default is def.
-func toleranceEdges(def time.Duration) []toleranceCase {
-	return []toleranceCase{
-		{"default, now", 0, 0, nil},
-		{"default, at the edge", 0, def, nil},
-		{"default, one second too old", 0, def + time.Second, ErrTooOld},
-		{"default, future at the edge", 0, -def, nil},
-		{"default, one second too far in the future", 0, -def - time.Second, ErrTooNew},
+// runOptionsCases runs each case as a sub-test named after it: newScheme
+// must fail exactly when wantErr, and return a scheme exactly when it does
+// not fail.
+func runOptionsCases[S Scheme](t *testing.T, newScheme func(Options) (S, error), cases []optionsCase) {
+	t.Helper()
+	for _, tt := range cases {
+		t.Run(tt.name, func(t *testing.T) {
+			s, err := newScheme(tt.o)
+			if gotErr := err != nil; gotErr != tt.wantErr {
+				t.Fatalf("new scheme (%+v): got error %v, want error %t", tt.o, err, tt.wantErr)
+			}
+			v := reflect.ValueOf(s)
+			if isNil := !v.IsValid() || v.IsNil(); isNil == (err == nil) {
+				t.Fatalf("new scheme (%+v): got scheme %v with error %v, want exactly one of them", tt.o, s, err)
+			}
+		})
 	}
+}
+
+// Identify and Split.
+
+// identifyNoPanic runs Identify and turns a panic into a test failure.
+func identifyNoPanic(tb testing.TB, s Scheme, r Request) (id Identity, err error) {
+	tb.Helper()
+	defer func() {
+		if p := recover(); p != nil {
+			tb.Fatalf("Identify panicked: %v (body %q)", p, r.Body)
+		}
+	}()
+	return s.Identify(r)
+}
+
+// identifyCase is one body and the identity Identify must return; a zero
+// want.ID means ErrInvalidPayload.
+type identifyCase struct {
+	name string
+	body string
+	want Identity
+}
+
+// runIdentifyCases runs each case as a sub-test named after it: Identify of
+// request(body) must not panic and must return the case's identity, which
+// must keep the identity contract.
+func runIdentifyCases(t *testing.T, s Scheme, cases []identifyCase, request func(body []byte) Request) {
+	t.Helper()
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := identifyNoPanic(t, s, request([]byte(tc.body)))
+			checkIdentity(t, got, err, tc.want)
+			if err == nil {
+				checkValidIdentity(t, got)
+			}
+		})
+	}
+}
+
+// checkIdentity compares an Identify result with want; a zero want.ID means
+// ErrInvalidPayload is expected.
+func checkIdentity(tb testing.TB, got Identity, err error, want Identity) {
+	tb.Helper()
+	if want.ID == "" {
+		if !errors.Is(err, ErrInvalidPayload) {
+			tb.Fatalf("Identify: got %+v, %v; want %v", got, err, ErrInvalidPayload)
+		}
+		return
+	}
+	if err != nil {
+		tb.Fatalf("Identify: got %v, want nil", err)
+	}
+	if got.ID != want.ID || got.Type != want.Type || !got.Created.Equal(want.Created) || got.Account != want.Account || got.Payload != nil || !sameAttrs(got.Attributes, want.Attributes) {
+		tb.Errorf("Identify: got %+v, want %+v", got, want)
+	}
+}
+
+// sameAttrs reports whether a and b hold the same attributes; nil (no
+// attributes) is not an empty map.
+func sameAttrs(a, b map[string]string) bool {
+	if len(a) != len(b) || (a == nil) != (b == nil) {
+		return false
+	}
+	for k, v := range a {
+		if w, ok := b[k]; !ok || w != v {
+			return false
+		}
+	}
+	return true
+}
+
+// checkValidIdentity asserts the identity contract every scheme shares.
+func checkValidIdentity(tb testing.TB, id Identity) {
+	tb.Helper()
+	for _, s := range []string{id.ID, id.Type} {
+		if s == "" || len(s) > MaxIdentity || !utf8.ValidString(s) {
+			tb.Fatalf("Identify: got id %q type %q; want both non-empty UTF-8 of at most %d bytes", id.ID, id.Type, MaxIdentity)
+		}
+	}
+}
+
+// splitScheme is a scheme whose one delivery carries several events.
+type splitScheme interface {
+	Scheme
+	Splitter
 }
 
 // splitCase is one delivery body and the ids of the events Split must
@@ -553,4 +417,151 @@ func runSplitCases(t *testing.T, s splitScheme, cases []splitCase, each func(t *
 			}
 		})
 	}
+}
+
+// Fuzz targets.
+
+// fuzzHeaders turns one fuzzed string into header values: none when empty,
+// otherwise one value per line, so the fuzzer also reaches the
+// repeated-header path.
+func fuzzHeaders(header string) []string {
+	if header == "" {
+		return nil
+	}
+	return strings.Split(header, "\n")
+}
+
+// fuzzVerify is the common part of the Verify fuzz targets: r must be
+// refused without secrets and, with secrets, either accepted or refused with
+// one of the Err* causes. It reports whether r was accepted, for the target
+// to check that it is rightly signed.
+func fuzzVerify(t *testing.T, s Scheme, r Request, secrets [][]byte, now time.Time) bool {
+	t.Helper()
+	if err := s.Verify(r, nil, now); err == nil {
+		t.Fatalf("Verify(headers %q) with no secrets: got nil, want an error", r.Header)
+	}
+	err := s.Verify(r, secrets, now)
+	if err != nil && !isSentinel(err) {
+		t.Fatalf("Verify(headers %q, body %q): got %v, want one of the Err* causes", r.Header, r.Body, err)
+	}
+	return err == nil
+}
+
+// checkAcceptedHex fails unless sig, which Verify accepted, is sign(secret)
+// for one of secrets: prefix exactly, the hex digits in either case.
+func checkAcceptedHex(t *testing.T, sig, prefix string, secrets [][]byte, sign func(secret []byte) string) {
+	t.Helper()
+	for _, secret := range secrets {
+		if strings.HasPrefix(sig, prefix) && strings.EqualFold(sig, sign(secret)) {
+			return
+		}
+	}
+	t.Fatalf("Verify(%q): got nil, but it is not the signature of the body under a configured secret", sig)
+}
+
+// fuzzIdentify is the common part of the Identify fuzz targets: Identify
+// returns an identity (ok) or ErrInvalidPayload, nothing else.
+func fuzzIdentify(t *testing.T, s Scheme, r Request) (id Identity, ok bool) {
+	t.Helper()
+	id, err := s.Identify(r)
+	if err != nil {
+		if !errors.Is(err, ErrInvalidPayload) {
+			t.Fatalf("Identify(%q): got %v, want %v", r.Body, err, ErrInvalidPayload)
+		}
+		return Identity{}, false
+	}
+	return id, true
+}
+
+// fuzzIdentifyValid checks the Identify contract: ErrInvalidPayload or a
+// valid identity, never a panic.
+func fuzzIdentifyValid(t *testing.T, s Scheme, r Request) {
+	t.Helper()
+	if id, ok := fuzzIdentify(t, s, r); ok {
+		checkValidIdentity(t, id)
+	}
+}
+
+// fuzzSplit is the body of the Split fuzz targets. "{long}" in body stands
+// for 600 bytes, to reach the length limits without a long seed. Split
+// returns ErrInvalidPayload or at least one event, each with an id of 1 to
+// MaxIdentity bytes, a type and a JSON payload taken from the body; Identify
+// accepts the body exactly when it holds one event.
+func fuzzSplit(t *testing.T, s splitScheme, body []byte) {
+	t.Helper()
+	body = bytes.ReplaceAll(body, []byte("{long}"), bytes.Repeat([]byte("a"), 600))
+	ids, err := s.Split(Request{Body: body})
+	if err != nil {
+		if !errors.Is(err, ErrInvalidPayload) {
+			t.Fatalf("Split: got %v, want %v", err, ErrInvalidPayload)
+		}
+		return
+	}
+	if len(ids) == 0 {
+		t.Fatal("Split: got no events and no error")
+	}
+	for _, id := range ids {
+		if id.ID == "" || len(id.ID) > MaxIdentity || id.Type == "" || !json.Valid(id.Payload) || !bytes.Contains(body, id.Payload) {
+			t.Fatalf("Split: got %+v", id)
+		}
+	}
+	if _, err := s.Identify(Request{Body: body}); (err == nil) != (len(ids) == 1) {
+		t.Fatalf("Identify: got %v for %d events", err, len(ids))
+	}
+}
+
+// Benchmarks.
+
+// benchRun runs op once per iteration in the sub-benchmark name, reporting
+// allocations and n bytes processed per iteration.
+func benchRun(b *testing.B, name string, n int, op func(b *testing.B)) {
+	b.Helper()
+	b.Run(name, func(b *testing.B) {
+		b.ReportAllocs()
+		b.SetBytes(int64(n))
+		for b.Loop() {
+			op(b)
+		}
+	})
+}
+
+// benchScheme checks that s accepts and identifies r, then runs the
+// sub-benchmarks bareName (bare is one run of the scheme's bare primitive
+// over the same bytes, the floor), "verify" and "verify+identify", each over
+// len(r.Body) bytes. A Splitter is timed with Split instead of Identify, as
+// the ingest calls it. infra/bench parses these names.
+func benchScheme(b *testing.B, s Scheme, r Request, secrets [][]byte, now time.Time, bareName string, bare func(b *testing.B)) {
+	b.Helper()
+	identify := func() error {
+		_, err := s.Identify(r)
+		return err
+	}
+	if sp, ok := s.(Splitter); ok {
+		identify = func() error {
+			_, err := sp.Split(r)
+			return err
+		}
+	}
+	// Each variant must succeed once before it is timed.
+	if err := s.Verify(r, secrets, now); err != nil {
+		b.Fatal(err)
+	}
+	if err := identify(); err != nil {
+		b.Fatal(err)
+	}
+	n := len(r.Body)
+	benchRun(b, bareName, n, bare)
+	benchRun(b, "verify", n, func(b *testing.B) {
+		if err := s.Verify(r, secrets, now); err != nil {
+			b.Fatal(err)
+		}
+	})
+	benchRun(b, "verify+identify", n, func(b *testing.B) {
+		if err := s.Verify(r, secrets, now); err != nil {
+			b.Fatal(err)
+		}
+		if err := identify(); err != nil {
+			b.Fatal(err)
+		}
+	})
 }
