@@ -9,6 +9,7 @@ import (
 	"encoding/binary"
 	"encoding/hex"
 	"errors"
+	"maps"
 	"net/http"
 	"net/url"
 	"slices"
@@ -155,11 +156,7 @@ func twilioNodeSignature(token []byte, base, query string, body []byte) (sig str
 		if err != nil {
 			return "", false
 		}
-		names := make([]string, 0, len(params))
-		for k := range params {
-			names = append(names, k)
-		}
-		sort.Strings(names)
+		names := slices.Sorted(maps.Keys(params))
 		for _, k := range names {
 			vs := slices.Clone(params[k])
 			sort.Strings(vs)
@@ -177,11 +174,7 @@ func twilioNodeSignature(token []byte, base, query string, body []byte) (sig str
 // RequestValidator does (sorted names, one value per name), for the
 // SDK-signs direction: twilio-go has no signer of its own.
 func twilioGoSignature(token []byte, fullURL string, params map[string]string) string {
-	names := make([]string, 0, len(params))
-	for k := range params {
-		names = append(names, k)
-	}
-	sort.Strings(names)
+	names := slices.Sorted(maps.Keys(params))
 	data := fullURL
 	for _, k := range names {
 		data += k + params[k]
@@ -209,11 +202,7 @@ func twilioWantContentKey(tb testing.TB, p twilioPayload) string {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	names := make([]string, 0, len(params))
-	for k := range params {
-		names = append(names, k)
-	}
-	sort.Strings(names)
+	names := slices.Sorted(maps.Keys(params))
 	for _, k := range names {
 		vs := slices.Clone(params[k])
 		sort.Strings(vs)
@@ -793,11 +782,7 @@ func BenchmarkTwilio(b *testing.B) {
 
 	// The signed string, built once: the floor is hashing it.
 	params, _ := url.ParseQuery(p.body)
-	names := make([]string, 0, len(params))
-	for k := range params {
-		names = append(names, k)
-	}
-	sort.Strings(names)
+	names := slices.Sorted(maps.Keys(params))
 	signed := twilioURL
 	for _, k := range names {
 		signed += k + params[k][0]
