@@ -332,14 +332,7 @@ func FuzzMetaVerify(f *testing.F) {
 		f.Add("sha256="+githubSigOld, "sha1=00", []byte(b.body))
 	}
 	body := []byte(metaBodies[2].body)
-	for _, tc := range githubMalformedCases(body, metaSecret, metaSecretOld) {
-		h := strings.Join(tc.sig, "\n")
-		if len(h) > 8<<10+64 {
-			continue
-		}
-		b := changed(body, tc.body)
-		f.Add(githubPlacehold(h, b, metaSecret, metaSecretOld), strings.Join(tc.legacy, "\n"), b)
-	}
+	githubAddMalformedSeeds(f, body, metaSecret, metaSecretOld)
 	m := metaNew(f)
 	secrets := [][]byte{metaSecret, metaSecretOld}
 	f.Fuzz(func(t *testing.T, sig, legacy string, body []byte) {
