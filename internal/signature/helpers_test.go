@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -457,6 +458,21 @@ func checkAcceptedHex(t *testing.T, sig, prefix string, secrets [][]byte, sign f
 		}
 	}
 	t.Fatalf("Verify(%q): got nil, but it is not the signature of the body under a configured secret", sig)
+}
+
+// acceptedUnix checks a timestamp Verify accepted: canonical decimal unix
+// seconds within DefaultTolerance of testNow. It returns the time.
+func acceptedUnix(t *testing.T, ts string) time.Time {
+	t.Helper()
+	n, err := strconv.ParseInt(ts, 10, 64)
+	if err != nil || strconv.FormatInt(n, 10) != ts {
+		t.Fatalf("Verify: accepted timestamp %q", ts)
+	}
+	at := time.Unix(n, 0)
+	if d := testNow.Sub(at); d > DefaultTolerance || d < -DefaultTolerance {
+		t.Fatalf("Verify: accepted a timestamp %s away from now", d)
+	}
+	return at
 }
 
 // fuzzIdentify is the common part of the Identify fuzz targets: Identify
