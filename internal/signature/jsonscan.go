@@ -69,6 +69,33 @@ func (s *scanner) value(depth int) ([]byte, error) {
 // are walked iteratively, their kinds kept in a bit stack, so that a deep
 // or long body costs no call per value and no recursion.
 func valueAt(b []byte, i, depth int) (int, error) {
+	// Scalars, most values, return here, before the container walk sets
+	// up (and zeroes) its stack.
+	if i >= len(b) {
+		return i, errJSON
+	}
+	switch c := b[i]; c {
+	case '"':
+		i, _, err := strAt(b, i)
+		return i, err
+	case '{', '[':
+		return containerAt(b, i, depth)
+	case 't':
+		return litAt(b, i, "true")
+	case 'f':
+		return litAt(b, i, "false")
+	case 'n':
+		return litAt(b, i, "null")
+	default:
+		if c != '-' && (c < '0' || c > '9') {
+			return i, errJSON
+		}
+		return numAt(b, i)
+	}
+}
+
+// containerAt scans the object or array starting at i.
+func containerAt(b []byte, i, depth int) (int, error) {
 	var arrays [maxDepth/64 + 2]uint64 // bit n: the n-th open container is an array
 	n := 0                             // containers opened by this call and not yet closed
 	var err error
@@ -218,7 +245,9 @@ func objectAt(b []byte, i, depth int, keys []string, out [][]byte) (int, error) 
 			return i, err
 		}
 		for n, k := range keys {
-			if keyEqual(key, escaped, k) {
+			// Most keys differ from the wanted ones in length or first
+			// byte; only an escaped key needs unquoting to compare.
+			if (escaped || len(key) == len(k) && (k == "" || key[0] == k[0])) && keyEqual(key, escaped, k) {
 				out[n] = b[vstart:i]
 			}
 		}
