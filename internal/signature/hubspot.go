@@ -92,7 +92,6 @@ func (s *HubSpot) Verify(r Request, secrets [][]byte, now time.Time) error {
 	})
 }
 
-
 // hubspotTimestamp reads the millisecond timestamp: ASCII digits only, no
 // leading zero (the MAC covers the text as sent, so one instant has one
 // spelling), at most 16 digits (year 318857; anything longer is noise).
@@ -232,7 +231,6 @@ type hubspotShared struct {
 	typ                            string
 	attrs                          map[string]string
 }
-
 
 // hubspotEvent reads one event from the values of hubspotFields.
 func hubspotEvent(elem []byte, f [][]byte, prev *hubspotShared) (Identity, error) {

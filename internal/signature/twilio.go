@@ -85,7 +85,6 @@ func NewTwilio(o Options) (*Twilio, error) {
 	return s, nil
 }
 
-
 // twilioPortVariant returns raw with the scheme's default port added when
 // it has none, or with its port removed when it has one.
 func twilioPortVariant(raw string) (string, bool) {
