@@ -97,7 +97,8 @@ func (s *Stripe) Verify(r Request, secrets [][]byte, now time.Time) error {
 var stripeFields = []string{"id", "object", "type", "created"}
 
 // Identify implements Scheme: the body's id, type and created, read in one
-// pass that also validates the JSON.
+// pass that also validates the JSON. An object field, when present and not
+// null, must name an event: "event", or "v2.core.event" for thin events.
 func (s *Stripe) Identify(r Request) (Identity, error) {
 	var f [4][]byte
 	if err := jsonFields(r.Body, stripeFields, f[:]); err != nil {
@@ -113,7 +114,7 @@ func (s *Stripe) Identify(r Request) (Identity, error) {
 	}
 	if jsonPresent(f[1]) {
 		obj, ok := jsonString(f[1])
-		if !ok || obj != "" && obj != "event" && obj != "v2.core.event" {
+		if !ok || obj != "event" && obj != "v2.core.event" {
 			return Identity{}, fmt.Errorf("%w: stripe: object is not an event", ErrInvalidPayload)
 		}
 	}
