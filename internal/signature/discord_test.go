@@ -284,15 +284,27 @@ func discordMalformedCases(body []byte) []discordCase {
 	}
 }
 
-func TestDiscordVerifyMalformed(t *testing.T) {
+func discordMalformedRuns(tb testing.TB) []malformedRun {
 	body := discordBodies[2].body
 	var cases []verifyCase
 	for _, tc := range discordMalformedCases(body) {
 		r := discordHeaders(changed(body, tc.body), tc.sigs, tc.tss)
 		cases = append(cases, verifyCase{tc.name, r, orSecrets(tc.secrets, discordPubs), tc.want})
 	}
-	runVerifyCases(t, mustNewDiscord(t, Options{}), testNow, 40, cases)
+	d := mustNewDiscord(tb, Options{})
+	generic := genericMalformed(tb, "", malformedSpec{
+		s:       d,
+		r:       signed(tb, d, jsonPost(body, nil), discordKey, testNow),
+		secrets: discordPubs,
+		wrong:   [][]byte{discordPubOld},
+		sig:     signedField{header: DiscordSignatureHeader},
+		enc:     encHex,
+		ts:      &signedField{header: DiscordTimestampHeader},
+	})
+	return []malformedRun{{d, cases}, {d, generic}}
 }
+
+func TestDiscordVerifyMalformed(t *testing.T) { runMalformed(t, discordMalformedRuns(t)) }
 
 func TestDiscordRotation(t *testing.T) {
 	body := discordBodies[1].body

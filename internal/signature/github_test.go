@@ -334,8 +334,8 @@ func githubMalformedCases(body, cur, old []byte) []githubMalformedCase {
 	}
 }
 
-func TestGitHubVerifyMalformed(t *testing.T) {
-	body := githubPROpened(t)
+func githubMalformedRuns(tb testing.TB) []malformedRun {
+	body := githubPROpened(tb)
 	var cases []verifyCase
 	for _, tc := range githubMalformedCases(body, githubSecret, githubSecretOld) {
 		r := githubRequest(changed(body, tc.body), "pull_request", "d1", tc.sig...)
@@ -344,8 +344,19 @@ func TestGitHubVerifyMalformed(t *testing.T) {
 		}
 		cases = append(cases, verifyCase{tc.name, r, orSecrets(tc.secrets, githubSecrets), tc.want})
 	}
-	runVerifyCases(t, githubNew(t), testNow, 40, cases)
+	g := githubNew(tb)
+	generic := genericMalformed(tb, "", malformedSpec{
+		s:        g,
+		r:        signed(tb, g, githubRequest(body, "pull_request", "d1"), githubSecret, testNow),
+		secrets:  githubSecrets,
+		sig:      signedField{header: GitHubSignatureHeader, prefix: "sha256="},
+		enc:      encHex,
+		versions: []string{"sha1=", "sha512=", "v1="},
+	})
+	return []malformedRun{{g, cases}, {g, generic}}
 }
+
+func TestGitHubVerifyMalformed(t *testing.T) { runMalformed(t, githubMalformedRuns(t)) }
 
 // TestGitHubHeaderName checks that the header is found under any spelling a
 // net/http server canonicalizes.

@@ -428,15 +428,30 @@ func (tc gitlabSignedCase) request(body []byte) Request {
 	return r
 }
 
-func TestGitLabVerifySignedMalformed(t *testing.T) {
+func gitlabMalformedRuns(tb testing.TB) []malformedRun {
 	body := []byte(gitlabPushBody)
 	var cases []verifyCase
-	for _, tc := range gitlabSignedCases(t, body) {
+	for _, tc := range gitlabSignedCases(tb, body) {
 		r := tc.request(changed(body, tc.body))
 		cases = append(cases, verifyCase{tc.name, r, orSecrets(tc.secrets, [][]byte{gitlabKey}), tc.want})
 	}
-	runVerifyCases(t, gitlabNew(t, Options{}), testNow, 40, cases)
+	g := gitlabNew(tb, Options{})
+	generic := genericMalformed(tb, "", malformedSpec{
+		s:        g,
+		r:        gitlabSignedRequest(tb, body, "Push Hook", gitlabKey, testTS),
+		secrets:  [][]byte{gitlabKey},
+		wrong:    [][]byte{gitlabKeyOld},
+		sig:      signedField{header: GitLabWebhookSignatureHeader, prefix: "v1,", sep: ' '},
+		enc:      encBase64,
+		versions: []string{"v1a,", "v2,", "v0,"},
+		ts:       &signedField{header: GitLabWebhookTimestampHeader},
+		id:       &signedField{header: GitLabWebhookIDHeader},
+		drop:     spaceListDrops(GitLabWebhookSignatureHeader),
+	})
+	return []malformedRun{{g, cases}, {g, generic}}
 }
+
+func TestGitLabVerifySignedMalformed(t *testing.T) { runMalformed(t, gitlabMalformedRuns(t)) }
 
 func TestGitLabRotation(t *testing.T) {
 	body := []byte(gitlabPushBody)

@@ -465,26 +465,39 @@ func hmacCaseRequest(tc hmacCase, body []byte) Request {
 	return Request{Method: http.MethodPost, Header: h, Body: body}
 }
 
-func TestHMACVerifyMalformed(t *testing.T) {
-	body := invoicePaid(t)
-	cases := hmacMalformedCases(body)
-	if len(cases) < 15 {
-		t.Fatalf("got %d cases, want at least 15", len(cases))
-	}
-	schemes := make([]*HMAC, len(hmacStyles))
+// hmacMalformedRuns is hmacMalformedCases, one run per style, followed by
+// the generic variants of a hex style with a prefix and a timestamp and of
+// a base64 style with a timestamp.
+func hmacMalformedRuns(tb testing.TB) []malformedRun {
+	body := invoicePaid(tb)
+	runs := make([]malformedRun, len(hmacStyles))
 	for i, st := range hmacStyles {
-		schemes[i] = mustNewHMAC(t, st.o)
+		runs[i].s = mustNewHMAC(tb, st.o)
 	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			secrets := tc.secrets
-			if secrets == nil {
-				secrets = hmacSecrets
-			}
-			checkVerifyErr(t, verifyNoPanic(t, schemes[tc.style], hmacCaseRequest(tc, body), secrets, testNow), tc.want)
-		})
+	for _, tc := range hmacMalformedCases(body) {
+		runs[tc.style].cases = append(runs[tc.style].cases, verifyCase{tc.name, hmacCaseRequest(tc, body), orSecrets(tc.secrets, hmacSecrets), tc.want})
 	}
+	for _, i := range []int{2, 3} {
+		st := hmacStyles[i]
+		enc := encHex
+		if st.o.Encoding == "base64" {
+			enc = encBase64
+		}
+		s := runs[i].s
+		runs = append(runs, malformedRun{s, genericMalformed(tb, st.name+": ", malformedSpec{
+			s:       s,
+			r:       signed(tb, s, jsonPost(body, nil), hmacSecret, testNow),
+			secrets: hmacSecrets,
+			wrong:   [][]byte{hmacSecretOld},
+			sig:     signedField{header: st.o.Header, prefix: st.o.Prefix},
+			enc:     enc,
+			ts:      &signedField{header: st.o.TimestampHeader},
+		})})
+	}
+	return runs
 }
+
+func TestHMACVerifyMalformed(t *testing.T) { runMalformed(t, hmacMalformedRuns(t)) }
 
 // hmacIdentifyCases are bodies and headers for the Slack style (IDPath
 // event_id, TypePath event.type) and the GitHub style (headers); a zero

@@ -396,13 +396,28 @@ func hubspotCaseRequest(tc hubspotCase) Request {
 	return hubspotRequest(body, tc.query, tc.sigs, tc.tss)
 }
 
-func TestHubSpotVerifyMalformed(t *testing.T) {
+func hubspotMalformedRuns(tb testing.TB) []malformedRun {
 	var cases []verifyCase
 	for _, tc := range hubspotMalformedCases() {
 		cases = append(cases, verifyCase{tc.name, hubspotCaseRequest(tc), orSecrets(tc.secrets, hubspotSecrets), tc.want})
 	}
-	runVerifyCases(t, mustNewHubSpot(t, Options{URL: hubspotURL}), testNow, 15, cases)
+	s := mustNewHubSpot(tb, Options{URL: hubspotURL})
+	generic := genericMalformed(tb, "", malformedSpec{
+		s:        s,
+		r:        signed(tb, s, hubspotRequest([]byte(hubspotDeliveries[0].body), "", nil, nil), hubspotSecret, testNow),
+		secrets:  hubspotSecrets,
+		wrong:    [][]byte{hubspotSecretOld},
+		sig:      signedField{header: HubSpotSignatureHeader},
+		enc:      encBase64,
+		ts:       &signedField{header: HubSpotTimestampHeader},
+		tsFormat: func(t time.Time) string { return strconv.FormatInt(t.UnixMilli(), 10) },
+		// Milliseconds times 1000 is a well-formed time, far ahead.
+		tsWant: map[string]error{"now times 1000": ErrTooNew},
+	})
+	return []malformedRun{{s, cases}, {s, generic}}
 }
+
+func TestHubSpotVerifyMalformed(t *testing.T) { runMalformed(t, hubspotMalformedRuns(t)) }
 
 // hubspotSplitCases are bodies Split must refuse (want nil) or read; each
 // want is the ids in order.

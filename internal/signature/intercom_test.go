@@ -161,15 +161,26 @@ func intercomMalformedCases(body []byte) []intercomMalformedCase {
 	}
 }
 
-func TestIntercomVerifyMalformed(t *testing.T) {
+func intercomMalformedRuns(tb testing.TB) []malformedRun {
 	body := []byte(intercomBodies[0].body)
 	var cases []verifyCase
 	for _, tc := range intercomMalformedCases(body) {
 		r := intercomRequest(changed(body, tc.body), tc.sig...)
 		cases = append(cases, verifyCase{tc.name, r, orSecrets(tc.secrets, intercomSecrets), tc.want})
 	}
-	runVerifyCases(t, intercomNew(t), testNow, 30, cases)
+	s := intercomNew(tb)
+	generic := genericMalformed(tb, "", malformedSpec{
+		s:        s,
+		r:        signed(tb, s, intercomRequest(body), intercomSecret, testNow),
+		secrets:  intercomSecrets,
+		sig:      signedField{header: IntercomSignatureHeader, prefix: "sha1="},
+		enc:      encHex,
+		versions: []string{"sha256=", "sha=", "v1="},
+	})
+	return []malformedRun{{s, cases}, {s, generic}}
 }
+
+func TestIntercomVerifyMalformed(t *testing.T) { runMalformed(t, intercomMalformedRuns(t)) }
 
 func TestIntercomRotation(t *testing.T) {
 	body := []byte(intercomBodies[1].body)

@@ -210,15 +210,26 @@ func linearMustHashFunc(name string) func() hash.Hash {
 	return h
 }
 
-func TestLinearVerifyMalformed(t *testing.T) {
+func linearMalformedRuns(tb testing.TB) []malformedRun {
 	body := linearBodies[1].body
 	var cases []verifyCase
 	for _, tc := range linearMalformedCases(body) {
 		b, sigs, secrets := linearCaseInputs(tc, body)
 		cases = append(cases, verifyCase{tc.name, linearRequest(b, linearDelivery, "Issue", sigs...), secrets, tc.want})
 	}
-	runVerifyCases(t, mustNewLinear(t, Options{}), testNow, 40, cases)
+	// Linear signs no timestamp header: webhookTimestamp is in the body.
+	l := mustNewLinear(tb, Options{})
+	generic := genericMalformed(tb, "", malformedSpec{
+		s:       l,
+		r:       signed(tb, l, linearRequest(body, linearDelivery, "Issue"), linearSecret, testNow),
+		secrets: linearSecrets,
+		sig:     signedField{header: LinearSignatureHeader},
+		enc:     encHex,
+	})
+	return []malformedRun{{l, cases}, {l, generic}}
 }
+
+func TestLinearVerifyMalformed(t *testing.T) { runMalformed(t, linearMalformedRuns(t)) }
 
 // linearCaseInputs fills a case's defaults.
 func linearCaseInputs(tc linearCase, body []byte) (b []byte, sigs []string, secrets [][]byte) {

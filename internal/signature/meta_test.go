@@ -112,7 +112,7 @@ func TestMetaEscapedUnicode(t *testing.T) {
 	})
 }
 
-func TestMetaVerifyMalformed(t *testing.T) {
+func metaMalformedRuns(tb testing.TB) []malformedRun {
 	body := []byte(metaBodies[2].body)
 	var cases []verifyCase
 	for _, tc := range githubMalformedCases(body, metaSecret, metaSecretOld) {
@@ -122,8 +122,19 @@ func TestMetaVerifyMalformed(t *testing.T) {
 		}
 		cases = append(cases, verifyCase{tc.name, r, orSecrets(tc.secrets, metaSecrets), tc.want})
 	}
-	runVerifyCases(t, metaNew(t), testNow, 40, cases)
+	m := metaNew(tb)
+	generic := genericMalformed(tb, "", malformedSpec{
+		s:        m,
+		r:        signed(tb, m, metaRequest(body), metaSecret, testNow),
+		secrets:  metaSecrets,
+		sig:      signedField{header: MetaSignatureHeader, prefix: "sha256="},
+		enc:      encHex,
+		versions: []string{"sha1=", "sha512=", "v1="},
+	})
+	return []malformedRun{{m, cases}, {m, generic}}
 }
+
+func TestMetaVerifyMalformed(t *testing.T) { runMalformed(t, metaMalformedRuns(t)) }
 
 func TestMetaRotation(t *testing.T) {
 	body := []byte(metaBodies[0].body)

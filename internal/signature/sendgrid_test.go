@@ -421,13 +421,25 @@ func sendgridCaseRequest(tc sendgridCase) Request {
 	return sendgridRequest(body, tc.sigs, tc.tss)
 }
 
-func TestSendGridVerifyMalformed(t *testing.T) {
+func sendgridMalformedRuns(tb testing.TB) []malformedRun {
 	var cases []verifyCase
-	for _, tc := range sendgridMalformedCases(t) {
+	for _, tc := range sendgridMalformedCases(tb) {
 		cases = append(cases, verifyCase{tc.name, sendgridCaseRequest(tc), orSecrets(tc.keys, sendgridKeys), tc.want})
 	}
-	runVerifyCases(t, mustNewSendGrid(t, Options{}), testNow, 15, cases)
+	s := mustNewSendGrid(tb, Options{})
+	generic := genericMalformed(tb, "", malformedSpec{
+		s:       s,
+		r:       signed(tb, s, sendgridRequest([]byte(sendgridVector), nil, nil), []byte(sendgridPriv), testNow),
+		secrets: sendgridKeys,
+		wrong:   [][]byte{[]byte(sendgridPubOld)},
+		sig:     signedField{header: SendGridSignatureHeader},
+		enc:     encBase64,
+		ts:      &signedField{header: SendGridTimestampHeader},
+	})
+	return []malformedRun{{s, cases}, {s, generic}}
 }
+
+func TestSendGridVerifyMalformed(t *testing.T) { runMalformed(t, sendgridMalformedRuns(t)) }
 
 // sendgridSplitCases are bodies Split must refuse (want nil) or read.
 var sendgridSplitCases = []splitCase{

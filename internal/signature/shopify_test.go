@@ -246,7 +246,7 @@ func shopifyMalformedCases(body []byte) []shopifyCase {
 	}
 }
 
-func TestShopifyVerifyMalformed(t *testing.T) {
+func shopifyMalformedRuns(tb testing.TB) []malformedRun {
 	body := []byte(shopifyOrder)
 	secrets := [][]byte{shopifySecret, shopifySecretOld}
 	var cases []verifyCase
@@ -257,8 +257,18 @@ func TestShopifyVerifyMalformed(t *testing.T) {
 		}
 		cases = append(cases, verifyCase{tc.name, shopifyRequest(changed(body, tc.body), headers...), secrets, tc.want})
 	}
-	runVerifyCases(t, mustNewShopify(t), testNow, 15, cases)
+	s := mustNewShopify(tb)
+	generic := genericMalformed(tb, "", malformedSpec{
+		s:       s,
+		r:       signed(tb, s, shopifyRequest(body), shopifySecret, testNow),
+		secrets: shopifySecrets,
+		sig:     signedField{header: ShopifyHMACHeader},
+		enc:     encBase64,
+	})
+	return []malformedRun{{s, cases}, {s, generic}}
 }
+
+func TestShopifyVerifyMalformed(t *testing.T) { runMalformed(t, shopifyMalformedRuns(t)) }
 
 // shopifyHeaders is a full set of identity headers under the X-Shopify-*
 // names; tests change or delete single entries.

@@ -519,20 +519,32 @@ func slackHexToBase64(s string) string {
 	return base64.StdEncoding.EncodeToString(b)
 }
 
-// slackRunV0Malformed runs slackV0MalformedCases against s under the given headers.
-func slackRunV0Malformed(t *testing.T, s Scheme, sigHeader, tsHeader string, body, secret []byte) {
-	t.Helper()
+// slackV0MalformedRuns is slackV0MalformedCases against s under the given
+// headers, followed by the generic variants.
+func slackV0MalformedRuns(tb testing.TB, s Scheme, sigHeader, tsHeader string, body, secret []byte) []malformedRun {
+	tb.Helper()
 	var cases []verifyCase
 	for _, tc := range slackV0MalformedCases(body, secret) {
 		r := slackV0Request(sigHeader, tsHeader, changed(body, tc.body), tc.sigs, tc.tss)
 		cases = append(cases, verifyCase{tc.name, r, orSecrets(tc.secrets, [][]byte{secret}), tc.want})
 	}
-	runVerifyCases(t, s, testNow, 40, cases)
+	generic := genericMalformed(tb, "", malformedSpec{
+		s:        s,
+		r:        signed(tb, s, jsonPost(body, nil), secret, testNow),
+		secrets:  [][]byte{secret},
+		sig:      signedField{header: sigHeader, prefix: "v0="},
+		enc:      encHex,
+		versions: []string{"v1=", "v0:", "sha256="},
+		ts:       &signedField{header: tsHeader},
+	})
+	return []malformedRun{{s, cases}, {s, generic}}
 }
 
-func TestSlackVerifyMalformed(t *testing.T) {
-	slackRunV0Malformed(t, mustNewSlack(t, Options{}), SlackSignatureHeader, SlackTimestampHeader, slackMessage(t), slackSecret)
+func slackMalformedRuns(tb testing.TB) []malformedRun {
+	return slackV0MalformedRuns(tb, mustNewSlack(tb, Options{}), SlackSignatureHeader, SlackTimestampHeader, slackMessage(tb), slackSecret)
 }
+
+func TestSlackVerifyMalformed(t *testing.T) { runMalformed(t, slackMalformedRuns(t)) }
 
 func TestSlackRotation(t *testing.T) {
 	body := slackMessage(t)

@@ -257,14 +257,25 @@ func (tc squareCase) request(body []byte) Request {
 	return r
 }
 
-func TestSquareVerifyMalformed(t *testing.T) {
+func squareMalformedRuns(tb testing.TB) []malformedRun {
 	body := []byte(squarePaymentUpdated)
 	var cases []verifyCase
 	for _, tc := range squareMalformedCases(body) {
 		cases = append(cases, verifyCase{tc.name, tc.request(body), orSecrets(tc.secrets, squareSecrets), tc.want})
 	}
-	runVerifyCases(t, mustNewSquare(t, Options{URL: squareURL}), testNow, 15, cases)
+	s := mustNewSquare(tb, Options{URL: squareURL})
+	generic := genericMalformed(tb, "", malformedSpec{
+		s:       s,
+		r:       signed(tb, s, jsonPost(body, nil), squareKey, testNow),
+		secrets: squareSecrets,
+		wrong:   [][]byte{squareKeyOld},
+		sig:     signedField{header: SquareHeader},
+		enc:     encBase64,
+	})
+	return []malformedRun{{s, cases}, {s, generic}}
 }
+
+func TestSquareVerifyMalformed(t *testing.T) { runMalformed(t, squareMalformedRuns(t)) }
 
 // squareIdentifyCases is shared with the fuzz test as seeds; a zero want.ID
 // means ErrInvalidPayload.

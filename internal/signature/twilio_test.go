@@ -573,13 +573,24 @@ func twilioCaseRequest(tc twilioCase) Request {
 	return twilioRequest(p, tc.headers...)
 }
 
-func TestTwilioVerifyMalformed(t *testing.T) {
+func twilioMalformedRuns(tb testing.TB) []malformedRun {
 	var cases []verifyCase
 	for _, tc := range twilioMalformedCases() {
 		cases = append(cases, verifyCase{tc.name, twilioCaseRequest(tc), orSecrets(tc.secrets, twilioTokens), tc.want})
 	}
-	runVerifyCases(t, mustNewTwilio(t, Options{URL: twilioURL}), testNow, 15, cases)
+	s := mustNewTwilio(tb, Options{URL: twilioURL})
+	// Twilio signs no timestamp: the URL and the form parameters only.
+	generic := genericMalformed(tb, "", malformedSpec{
+		s:       s,
+		r:       signed(tb, s, twilioRequest(twilioPayloads[1]), twilioToken, testNow),
+		secrets: twilioTokens,
+		sig:     signedField{header: TwilioSignatureHeader},
+		enc:     encBase64,
+	})
+	return []malformedRun{{s, cases}, {s, generic}}
 }
+
+func TestTwilioVerifyMalformed(t *testing.T) { runMalformed(t, twilioMalformedRuns(t)) }
 
 // twilioIdentifyCase is one request and the identity Identify must return;
 // a zero want.ID means ErrInvalidPayload.

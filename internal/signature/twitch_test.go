@@ -255,15 +255,31 @@ func twitchMalformedCases(body []byte) []twitchCase {
 	}
 }
 
-func TestTwitchVerifyMalformed(t *testing.T) {
+func twitchMalformedRuns(tb testing.TB) []malformedRun {
 	body := twitchBodies[0].body
 	var cases []verifyCase
 	for _, tc := range twitchMalformedCases(body) {
 		r := twitchHeaders(changed(body, tc.body), tc.ids, tc.tss, tc.sigs, []string{TwitchNotification})
 		cases = append(cases, verifyCase{tc.name, r, orSecrets(tc.secrets, twitchSecrets), tc.want})
 	}
-	runVerifyCases(t, mustNewTwitch(t, Options{}), testNow, 40, cases)
+	s := mustNewTwitch(tb, Options{})
+	unsigned := twitchHeaders(body, []string{"befa7b53-d79d-478f-86b9-120f112b044e"}, nil, nil, []string{TwitchNotification})
+	generic := genericMalformed(tb, "", malformedSpec{
+		s:        s,
+		r:        signed(tb, s, unsigned, twitchSecret, testNow),
+		secrets:  twitchSecrets,
+		sig:      signedField{header: TwitchSignatureHeader, prefix: "sha256="},
+		enc:      encHex,
+		versions: []string{"sha1=", "sha512=", "v1="},
+		ts:       &signedField{header: TwitchTimestampHeader},
+		tsFormat: func(t time.Time) string { return t.UTC().Format(time.RFC3339Nano) },
+		tsWant:   map[string]error{"0": ErrMalformedHeader}, // not RFC 3339
+		id:       &signedField{header: TwitchMessageIDHeader},
+	})
+	return []malformedRun{{s, cases}, {s, generic}}
 }
+
+func TestTwitchVerifyMalformed(t *testing.T) { runMalformed(t, twitchMalformedRuns(t)) }
 
 func TestTwitchRotation(t *testing.T) {
 	body := twitchBodies[0].body

@@ -162,13 +162,15 @@ func TestZoomBodies(t *testing.T) {
 	})
 }
 
-func TestZoomVerifyMalformed(t *testing.T) {
-	slackRunV0Malformed(t, mustNewZoom(t, Options{}), ZoomSignatureHeader, ZoomTimestampHeader, zoomBodies[2].body, zoomSecret)
-	t.Run("a Slack-signed request is not a Zoom request", func(t *testing.T) {
-		r := slackRequest(zoomBodies[0].body, zoomSecret, testTS)
-		checkVerifyErr(t, verifyNoPanic(t, mustNewZoom(t, Options{}), r, zoomSecrets, testNow), ErrNotSigned)
-	})
+func zoomMalformedRuns(tb testing.TB) []malformedRun {
+	z := mustNewZoom(tb, Options{})
+	runs := slackV0MalformedRuns(tb, z, ZoomSignatureHeader, ZoomTimestampHeader, zoomBodies[2].body, zoomSecret)
+	return append(runs, malformedRun{z, []verifyCase{
+		{"a Slack-signed request is not a Zoom request", slackRequest(zoomBodies[0].body, zoomSecret, testTS), zoomSecrets, ErrNotSigned},
+	}})
 }
+
+func TestZoomVerifyMalformed(t *testing.T) { runMalformed(t, zoomMalformedRuns(t)) }
 
 func TestZoomRotation(t *testing.T) {
 	body := zoomBodies[0].body
