@@ -459,6 +459,7 @@ var stripeIdentifyCases = []identifyCase{
 	{name: "empty type", body: `{"id":"evt_1","object":"event","type":"","created":1721954100}`},
 	{name: "type not a string", body: `{"id":"evt_1","object":"event","type":["invoice.paid"]}`},
 	{name: "object invoice (not an event)", body: `{"id":"in_1","object":"invoice","type":"invoice.paid","created":1721954100}`},
+	{name: "object empty (not an event)", body: `{"id":"evt_1","object":"","type":"invoice.paid","created":1721954100}`},
 	{name: "object not a string", body: `{"id":"evt_1","object":1,"type":"invoice.paid"}`},
 	{name: "created bad string", body: `{"id":"evt_1","object":"event","type":"invoice.paid","created":"yesterday"}`},
 	{name: "created numeric string", body: `{"id":"evt_1","object":"event","type":"invoice.paid","created":"1721954100"}`},
