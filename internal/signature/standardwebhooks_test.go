@@ -979,8 +979,16 @@ func BenchmarkStandardWebhooks(b *testing.B) {
 	key, _ := base64.StdEncoding.DecodeString(standardWebhooksKey32)
 	prefix := []byte(standardWebhooksID + "." + testTS + ".")
 
+	sv, err := svix.NewWebhook(string(standardWebhooksSecret))
+	if err != nil {
+		b.Fatal(err)
+	}
+
 	// Each variant must succeed once before it is timed.
 	if err := lib.VerifyIgnoringTimestamp(body, r.Header); err != nil {
+		b.Fatal(err)
+	}
+	if err := sv.VerifyIgnoringTimestamp(body, r.Header); err != nil {
 		b.Fatal(err)
 	}
 
@@ -993,6 +1001,11 @@ func BenchmarkStandardWebhooks(b *testing.B) {
 	})
 	benchRun(b, "standard-webhooks-lib/Verify", len(body), func(b *testing.B) {
 		if err := lib.VerifyIgnoringTimestamp(body, r.Header); err != nil {
+			b.Fatal(err)
+		}
+	})
+	benchRun(b, "svix/Verify", len(body), func(b *testing.B) {
+		if err := sv.VerifyIgnoringTimestamp(body, r.Header); err != nil {
 			b.Fatal(err)
 		}
 	})
