@@ -36,16 +36,9 @@ func NewStripe(o Options) (*Stripe, error) {
 
 // Verify implements Scheme.
 func (s *Stripe) Verify(r Request, secrets [][]byte, now time.Time) error {
-	values := hvalues(r.Header, StripeHeader)
-	if len(values) == 0 || values[0] == "" {
-		return ErrNotSigned
-	}
-	if len(values) > 1 {
-		return fmt.Errorf("%w: %d %s headers", ErrMalformedHeader, len(values), StripeHeader)
-	}
-	header := values[0]
-	if len(header) > 4096 {
-		return fmt.Errorf("%w: header too long", ErrMalformedHeader)
+	h, err := header(r.Header, StripeHeader)
+	if err != nil {
+		return err
 	}
 	var (
 		tsRaw string
@@ -53,7 +46,7 @@ func (s *Stripe) Verify(r Request, secrets [][]byte, now time.Time) error {
 		sigs  [8][sha256.Size]byte
 		n     int
 	)
-	for part := range strings.SplitSeq(header, ",") {
+	for part := range strings.SplitSeq(h, ",") {
 		k, v, ok := strings.Cut(part, "=")
 		if !ok {
 			return fmt.Errorf("%w: pair without '='", ErrMalformedHeader)

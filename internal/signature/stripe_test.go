@@ -367,8 +367,8 @@ func stripeMalformedCases(body []byte) []stripeCase {
 		{name: "reversed order", headers: []string{"v1=" + sig + ",t=" + testTS}, want: nil},
 		{name: "unknown pairs ignored", headers: []string{"v2=abc,t=" + testTS + ",v1=" + sig + ",scheme=x"}, want: nil},
 		{name: "empty pair '=' ignored (as stripe-go does)", headers: []string{"=," + ok}, want: nil},
-		{name: "header exactly 4096 bytes", headers: []string{pad(ok, 4096)}, want: nil},
-		{name: "header 4097 bytes", headers: []string{pad(ok, 4097)}, want: ErrMalformedHeader},
+		{name: "header exactly maxHeader bytes", headers: []string{pad(ok, maxHeader)}, want: nil},
+		{name: "header maxHeader+1 bytes", headers: []string{pad(ok, maxHeader+1)}, want: ErrMalformedHeader},
 		{name: "header 1 MiB", headers: []string{pad(ok, 1<<20)}, want: ErrMalformedHeader},
 
 		// Body.
