@@ -213,14 +213,23 @@ func litAt(b []byte, i int, want string) (int, error) {
 // value in out at the same index (the last occurrence wins, as in
 // encoding/json).
 func (s *scanner) object(depth int, keys []string, out [][]byte) error {
-	i, err := objectAt(s.b, s.i, depth, keys, out)
+	i, err := objectAt(s.b, s.i, depth, keys, out, nil)
 	if err == nil {
 		s.i = i
 	}
 	return err
 }
 
-func objectAt(b []byte, i, depth int, keys []string, out [][]byte) (int, error) {
+// nested asks objectAt to read, in the same pass, the keys of the object
+// that is the value of parent (Slack's event.type, Twitch's
+// subscription.type) instead of only skipping over it.
+type nested struct {
+	parent string
+	keys   []string
+	out    [][]byte
+}
+
+func objectAt(b []byte, i, depth int, keys []string, out [][]byte, sub *nested) (int, error) {
 	i = wsAt(b, i+1) // after '{'
 	if i < len(b) && b[i] == '}' {
 		return i + 1, nil
@@ -241,8 +250,21 @@ func objectAt(b []byte, i, depth int, keys []string, out [][]byte) (int, error) 
 		}
 		i = wsAt(b, i+1)
 		vstart := i
-		if i, err = valueAt(b, i, depth); err != nil {
+		if sub != nil && i < len(b) && b[i] == '{' && keyEqual(key, escaped, sub.parent) {
+			// The last occurrence wins here too: forget an earlier one.
+			clear(sub.out)
+			if depth > maxDepth {
+				return i, errJSON
+			}
+			i, err = objectAt(b, i, depth+1, sub.keys, sub.out, nil)
+		} else {
+			i, err = valueAt(b, i, depth)
+		}
+		if err != nil {
 			return i, err
+		}
+		if sub != nil && keyEqual(key, escaped, sub.parent) && b[vstart] != '{' {
+			clear(sub.out) // a later non-object value replaces the object
 		}
 		for n, k := range keys {
 			// Most keys differ from the wanted ones in length or first
@@ -422,15 +444,25 @@ func (s *scanner) end() error {
 // value of top-level key keys[n] (nil when absent; the last occurrence wins,
 // as in encoding/json).
 func jsonFields(body []byte, keys []string, out [][]byte) error {
-	s := scanner{b: body}
-	s.ws()
-	if s.i >= len(s.b) || s.b[s.i] != '{' {
+	return jsonFieldsNested(body, keys, out, nil)
+}
+
+// jsonFieldsNested is jsonFields that also fills sub.out with the values of
+// sub.keys inside the top-level object named sub.parent (nil when that is
+// absent or not an object), in the same single pass.
+func jsonFieldsNested(body []byte, keys []string, out [][]byte, sub *nested) error {
+	i := wsAt(body, 0)
+	if i >= len(body) || body[i] != '{' {
 		return errJSON
 	}
-	if err := s.object(0, keys, out); err != nil {
+	i, err := objectAt(body, i, 0, keys, out, sub)
+	if err != nil {
 		return err
 	}
-	return s.end()
+	if wsAt(body, i) != len(body) {
+		return errJSON
+	}
+	return nil
 }
 
 // jsonString returns a raw JSON value as a Go string when it is a string of

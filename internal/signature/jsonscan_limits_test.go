@@ -48,3 +48,56 @@ func TestJSONDepth(t *testing.T) {
 		t.Errorf("alternating 140 levels: %v", err)
 	}
 }
+
+// checkNested compares jsonFieldsNested with two passes of jsonFields: the
+// nested value must be what scanning the parent's last value gives.
+func checkNested(t *testing.T, body []byte) {
+	t.Helper()
+	var top, inner [1][]byte
+	err := jsonFieldsNested(body, []string{"event"}, top[:], &nested{parent: "event", keys: []string{"type"}, out: inner[:]})
+	var top2 [1][]byte
+	err2 := jsonFields(body, []string{"event"}, top2[:])
+	if (err == nil) != (err2 == nil) {
+		t.Fatalf("%q: nested err %v, flat err %v", body, err, err2)
+	}
+	if err != nil {
+		return
+	}
+	if string(top[0]) != string(top2[0]) {
+		t.Fatalf("%q: event %q, flat %q", body, top[0], top2[0])
+	}
+	var want [1][]byte
+	if len(top2[0]) > 0 && top2[0][0] == '{' {
+		if err := jsonFields(top2[0], []string{"type"}, want[:]); err != nil {
+			t.Fatalf("%q: event value does not scan alone: %v", body, err)
+		}
+	}
+	if string(inner[0]) != string(want[0]) {
+		t.Fatalf("%q: event.type %q, two passes give %q", body, inner[0], want[0])
+	}
+}
+
+func TestJSONFieldsNested(t *testing.T) {
+	for _, d := range []string{
+		`{"event":{"type":"message","x":1},"type":"event_callback"}`,
+		`{"event":{"x":{"type":"deep"},"type":"shallow"}}`,
+		`{"event":{"type":"a"},"event":{"type":"b"}}`,
+		`{"event":{"type":"a"},"event":{"x":1}}`,
+		`{"event":{"type":"a"},"event":"str"}`,
+		`{"event":"str","event":{"type":"b"}}`,
+		`{"\u0065vent":{"type":"escaped parent"}}`,
+		`{"event":{"\u0074ype":"escaped key"}}`,
+		`{"event":{"type":"a",}}`,
+		`{"event":{"type":"a"}`,
+		`{"event":[{"type":"array"}]}`,
+		`{}`,
+	} {
+		t.Run(d, func(t *testing.T) { checkNested(t, []byte(d)) })
+	}
+}
+
+func FuzzJSONFieldsNested(f *testing.F) {
+	f.Add([]byte(`{"event":{"type":"message","x":[1,{"type":2}]},"event_id":"Ev1"}`))
+	f.Add([]byte(`{"event":{"type":"a"},"event":{"x":1}}`))
+	f.Fuzz(func(t *testing.T, body []byte) { checkNested(t, body) })
+}

@@ -143,7 +143,8 @@ var slackTypeField = []string{"type"}
 
 func slackIdentifyJSON(body []byte) (Identity, error) {
 	var f [6][]byte
-	if err := jsonFields(body, slackFields, f[:]); err != nil {
+	var inner [1][]byte // event.type, read in the same pass
+	if err := jsonFieldsNested(body, slackFields, f[:], &nested{parent: "event", keys: slackTypeField, out: inner[:]}); err != nil {
 		return Identity{}, fmt.Errorf("%w: slack: body is not a JSON object", ErrInvalidPayload)
 	}
 	// Nearly every body is an event_callback: recognize it without copying.
@@ -175,13 +176,8 @@ func slackIdentifyJSON(body []byte) (Identity, error) {
 		return Identity{}, fmt.Errorf("%w: slack: %s without event_id", ErrInvalidPayload, typ)
 	}
 	out := Identity{ID: eventID, Type: typ}
-	if ev := f[3]; len(ev) > 0 && ev[0] == '{' {
-		var inner [1][]byte
-		if jsonFields(ev, slackTypeField, inner[:]) == nil {
-			if t, ok := jsonString(inner[0]); ok && t != "" {
-				out.Type = t
-			}
-		}
+	if t, ok := jsonString(inner[0]); ok && t != "" {
+		out.Type = t
 	}
 	if raw := f[2]; raw != nil && string(raw) != "null" {
 		sec, ok := jsonInt(raw)

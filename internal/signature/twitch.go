@@ -153,10 +153,12 @@ func (t *Twitch) Identify(r Request) (Identity, error) {
 	}
 	mt := firstValue(r.Header[TwitchTypeHeader])
 	var f [3][]byte
-	if err := jsonFields(r.Body, twitchFields, f[:]); err != nil {
+	var st [1][]byte // subscription.type, read in the same pass
+	if err := jsonFieldsNested(r.Body, twitchFields, f[:], &nested{parent: "subscription", keys: twitchTypeField, out: st[:]}); err != nil {
 		return Identity{}, fmt.Errorf("%w: twitch: body is not a JSON object", ErrInvalidPayload)
 	}
-	subType, ok := twitchSubscriptionType(f[0])
+	subType, ok := jsonString(st[0])
+	ok = ok && subType != "" && len(f[0]) > 0 && f[0][0] == '{'
 	if !ok {
 		return Identity{}, fmt.Errorf("%w: twitch: missing subscription.type", ErrInvalidPayload)
 	}
@@ -193,20 +195,6 @@ func (t *Twitch) Identify(r Request) (Identity, error) {
 }
 
 var twitchTypeField = []string{"type"}
-
-// twitchSubscriptionType returns subscription.type from the raw
-// subscription value.
-func twitchSubscriptionType(sub []byte) (string, bool) {
-	if len(sub) == 0 || sub[0] != '{' {
-		return "", false
-	}
-	var f [1][]byte
-	if jsonFields(sub, twitchTypeField, f[:]) != nil {
-		return "", false
-	}
-	s, ok := jsonString(f[0])
-	return s, ok && s != ""
-}
 
 var twitchChallengeField = []string{"challenge"}
 
