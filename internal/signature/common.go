@@ -6,7 +6,6 @@ import (
 	"crypto/sha256"
 	"crypto/sha512"
 	"encoding/base64"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"hash"
@@ -126,11 +125,8 @@ func hashByName(name string) (func() hash.Hash, error) {
 // decodeHex decodes a hex signature of exactly n bytes; ok is false for any
 // other length or a non-hex digit.
 func decodeHex(s string, n int) ([]byte, bool) {
-	if len(s) != hex.EncodedLen(n) {
-		return nil, false
-	}
-	b, err := hex.DecodeString(s)
-	return b, err == nil
+	b := make([]byte, n)
+	return b, unhex(b, s)
 }
 
 // decodeBase64 decodes a standard-alphabet, padded base64 signature of
@@ -203,14 +199,6 @@ func matchSHA256(secrets [][]byte, sigs [][sha256.Size]byte, parts ...[]byte) er
 		return ErrNoSecret
 	}
 	return ErrNoMatch
-}
-
-// firstValue is the first of a header's values, "" when there is none.
-func firstValue(vs []string) string {
-	if len(vs) == 0 {
-		return ""
-	}
-	return vs[0]
 }
 
 // validID reports whether s can be an identity part: non-empty, at

@@ -74,8 +74,7 @@ func NewGitLab(o Options) (*GitLab, error) {
 	if err := checkOptions("gitlab", o, usesTolerance); err != nil {
 		return nil, err
 	}
-	tol := toleranceOr(o, DefaultTolerance)
-	return &GitLab{tolerance: tol}, nil
+	return &GitLab{tolerance: toleranceOr(o, DefaultTolerance)}, nil
 }
 
 // Verify implements Scheme; see GitLab for which proof is checked.

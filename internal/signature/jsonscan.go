@@ -250,7 +250,8 @@ func objectAt(b []byte, i, depth int, keys []string, out [][]byte, sub *nested) 
 		}
 		i = wsAt(b, i+1)
 		vstart := i
-		if sub != nil && i < len(b) && b[i] == '{' && keyEqual(key, escaped, sub.parent) {
+		isParent := sub != nil && keyEqual(key, escaped, sub.parent)
+		if isParent && i < len(b) && b[i] == '{' {
 			// The last occurrence wins here too: forget an earlier one.
 			clear(sub.out)
 			if depth > maxDepth {
@@ -263,7 +264,7 @@ func objectAt(b []byte, i, depth int, keys []string, out [][]byte, sub *nested) 
 		if err != nil {
 			return i, err
 		}
-		if sub != nil && keyEqual(key, escaped, sub.parent) && b[vstart] != '{' {
+		if isParent && b[vstart] != '{' {
 			clear(sub.out) // a later non-object value replaces the object
 		}
 		for n, k := range keys {

@@ -47,8 +47,7 @@ func NewPaddle(o Options) (*Paddle, error) {
 	if err := checkOptions("paddle", o, usesTolerance); err != nil {
 		return nil, err
 	}
-	tol := toleranceOr(o, DefaultTolerance)
-	return &Paddle{tolerance: tol}, nil
+	return &Paddle{tolerance: toleranceOr(o, DefaultTolerance)}, nil
 }
 
 // Verify implements Scheme.

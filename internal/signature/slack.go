@@ -228,7 +228,7 @@ func slackIdentifyForm(body []byte) (Identity, error) {
 // (most deliveries), which costs no allocation.
 func slackRetryAttributes(h http.Header) map[string]string {
 	// Request.Header holds canonical names, so the map is read directly.
-	num, reason := firstValue(h[SlackRetryNumHeader]), firstValue(h[SlackRetryReasonHeader])
+	num, reason := hget(h, SlackRetryNumHeader), hget(h, SlackRetryReasonHeader)
 	if num == "" && reason == "" {
 		return nil
 	}

@@ -74,8 +74,7 @@ func NewStandardWebhooks(o Options) (*StandardWebhooks, error) {
 	if err := checkOptions("standardwebhooks", o, usesTolerance); err != nil {
 		return nil, err
 	}
-	tol := toleranceOr(o, DefaultTolerance)
-	return &StandardWebhooks{tolerance: tol}, nil
+	return &StandardWebhooks{tolerance: toleranceOr(o, DefaultTolerance)}, nil
 }
 
 // standardWebhooksNames is one set of header names.

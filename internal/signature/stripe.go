@@ -30,8 +30,7 @@ func NewStripe(o Options) (*Stripe, error) {
 	if err := checkOptions("stripe", o, usesTolerance); err != nil {
 		return nil, err
 	}
-	tol := toleranceOr(o, DefaultTolerance)
-	return &Stripe{tolerance: tol}, nil
+	return &Stripe{tolerance: toleranceOr(o, DefaultTolerance)}, nil
 }
 
 // Verify implements Scheme.

@@ -142,8 +142,7 @@ var twitchFields = []string{"subscription", "event", "challenge"}
 // Identify implements Scheme with the rules in the type's comment.
 // Verification messages are refused: they are answered, never stored.
 func (t *Twitch) Identify(r Request) (Identity, error) {
-	// Request.Header holds canonical names, so the map is read directly.
-	ids := r.Header[TwitchMessageIDHeader]
+	ids := hvalues(r.Header, TwitchMessageIDHeader)
 	var id string
 	if len(ids) == 1 {
 		id = ids[0]
@@ -151,7 +150,7 @@ func (t *Twitch) Identify(r Request) (Identity, error) {
 	if !validID(id) {
 		return Identity{}, fmt.Errorf("%w: twitch: message id missing, repeated, too long or not UTF-8", ErrInvalidPayload)
 	}
-	mt := firstValue(r.Header[TwitchTypeHeader])
+	mt := hget(r.Header, TwitchTypeHeader)
 	var f [3][]byte
 	var st [1][]byte // subscription.type, read in the same pass
 	if err := jsonFieldsNested(r.Body, twitchFields, f[:], &nested{parent: "subscription", keys: twitchTypeField, out: st[:]}); err != nil {
@@ -183,12 +182,12 @@ func (t *Twitch) Identify(r Request) (Identity, error) {
 		return Identity{}, fmt.Errorf("%w: twitch: subscription.type too long", ErrInvalidPayload)
 	}
 	out := Identity{ID: id, Type: typ, Attributes: map[string]string{"message_type": mt}}
-	if retry := firstValue(r.Header[TwitchRetryHeader]); retry != "" && len(retry) <= 16 {
+	if retry := hget(r.Header, TwitchRetryHeader); retry != "" && len(retry) <= 16 {
 		if _, ok := parseUnix(retry); ok { // a small decimal count
 			out.Attributes["message_retry"] = retry
 		}
 	}
-	if ts, err := time.Parse(time.RFC3339Nano, firstValue(r.Header[TwitchTimestampHeader])); err == nil {
+	if ts, err := time.Parse(time.RFC3339Nano, hget(r.Header, TwitchTimestampHeader)); err == nil {
 		out.Created = ts
 	}
 	return out, nil
