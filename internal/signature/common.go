@@ -140,6 +140,16 @@ func decodeBase64(s string, n int) ([]byte, bool) {
 	return b, err == nil && len(b) == n
 }
 
+// hasUsable reports whether any secret is non-empty.
+func hasUsable(secrets [][]byte) bool {
+	for _, s := range secrets {
+		if len(s) > 0 {
+			return true
+		}
+	}
+	return false
+}
+
 // usable drops empty secrets: an empty HMAC key is a key anyone can use.
 func usable(secrets [][]byte) [][]byte {
 	out := secrets[:0:0]
@@ -154,14 +164,16 @@ func usable(secrets [][]byte) [][]byte {
 // matchAny reports whether mac(secret) equals any candidate for any secret,
 // comparing in constant time. mac is called once per secret.
 func matchAny(secrets [][]byte, candidates [][]byte, mac func(secret []byte) []byte) error {
-	secrets = usable(secrets)
-	if len(secrets) == 0 {
+	if !hasUsable(secrets) {
 		return ErrNoSecret
 	}
 	if len(candidates) == 0 {
 		return ErrNoMatch
 	}
 	for _, secret := range secrets {
+		if len(secret) == 0 {
+			continue
+		}
 		sum := mac(secret)
 		for _, c := range candidates {
 			if hmac.Equal(sum, c) {

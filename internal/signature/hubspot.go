@@ -234,13 +234,12 @@ type hubspotShared struct {
 
 // hubspotEvent reads one event from the values of hubspotFields.
 func hubspotEvent(elem []byte, f [][]byte, prev *hubspotShared) (Identity, error) {
-	var ids [3]int64
+	// The three ids are canonical JSON integers (no sign, no leading
+	// zero), so their bytes are already their decimal form.
 	for i, name := range hubspotFields[:3] {
-		n, ok := hubspotUint(f[i])
-		if !ok {
+		if _, ok := hubspotUint(f[i]); !ok {
 			return Identity{}, fmt.Errorf("%w: hubspot: %s is not a non-negative integer", ErrInvalidPayload, name)
 		}
-		ids[i] = n
 	}
 	typ := prev.typ
 	if typ == "" || !bytes.Equal(f[3], prev.rawType) {
@@ -252,10 +251,10 @@ func hubspotEvent(elem []byte, f [][]byte, prev *hubspotShared) (Identity, error
 		prev.rawType, prev.typ = f[3], typ
 	}
 	var buf [3*20 + 2]byte
-	b := strconv.AppendInt(buf[:0], ids[2], 10)
+	b := append(buf[:0], f[2]...)
 	n := len(b)
-	b = strconv.AppendInt(append(b, '/'), ids[1], 10)
-	b = strconv.AppendInt(append(b, '/'), ids[0], 10)
+	b = append(append(b, '/'), f[1]...)
+	b = append(append(b, '/'), f[0]...)
 	id := string(b)
 	out := Identity{ID: id, Type: typ, Payload: elem}
 	if len(f[4]) > 0 && string(f[4]) != "null" {
@@ -268,8 +267,8 @@ func hubspotEvent(elem []byte, f [][]byte, prev *hubspotShared) (Identity, error
 	// The raw portal id is canonical (hubspotUint refuses signs, and
 	// jsonInt leading zeros), so equal bytes mean an equal portal.
 	if prev.attrs == nil || !bytes.Equal(f[2], prev.rawPortal) || !bytes.Equal(f[5], prev.rawAttempt) {
-		if attempt, ok := hubspotUint(f[5]); ok {
-			prev.attrs = map[string]string{"portal_id": id[:n], "attempt_number": strconv.FormatInt(attempt, 10)}
+		if _, ok := hubspotUint(f[5]); ok {
+			prev.attrs = map[string]string{"portal_id": id[:n], "attempt_number": string(f[5])}
 		} else {
 			prev.attrs = map[string]string{"portal_id": id[:n]}
 		}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"errors"
+	"math"
 	"math/bits"
 	"strconv"
 	"unicode/utf8"
@@ -550,10 +551,41 @@ func hex4(b []byte) (rune, bool) {
 	return rune(n), err == nil
 }
 
-// jsonInt returns a raw JSON value as an int64 when it is an integer.
+// jsonInt returns a raw JSON value as an int64 when it is an integer in
+// range: strconv.ParseInt for every input a JSON number can be (no '+'),
+// without converting the bytes to a string.
 func jsonInt(raw []byte) (int64, bool) {
-	n, err := strconv.ParseInt(string(raw), 10, 64)
-	return n, err == nil
+	d := raw
+	if len(d) > 0 && d[0] == '-' {
+		d = d[1:]
+	}
+	if len(d) == 0 {
+		return 0, false
+	}
+	for len(d) > 1 && d[0] == '0' { // JSON has none, ParseInt allows them
+		d = d[1:]
+	}
+	// Nineteen digits always fit a uint64; the sign decides the bound.
+	if len(d) > 19 {
+		return 0, false
+	}
+	var n uint64
+	for _, c := range d {
+		if c < '0' || c > '9' {
+			return 0, false
+		}
+		n = n*10 + uint64(c-'0')
+	}
+	if raw[0] == '-' {
+		if n > 1<<63 {
+			return 0, false
+		}
+		return -int64(n), true
+	}
+	if n > math.MaxInt64 {
+		return 0, false
+	}
+	return int64(n), true
 }
 
 // jsonObjects validates body as a JSON array of objects in one pass:

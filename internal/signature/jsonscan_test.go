@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -71,4 +72,39 @@ func FuzzJSONFields(f *testing.F) {
 	f.Fuzz(func(t *testing.T, body []byte) {
 		checkAgainstEncodingJSON(t, body)
 	})
+}
+
+// TestJSONIntAgreesWithParseInt pins jsonInt to strconv.ParseInt at the
+// edges of int64 and on the inputs a raw JSON value can be.
+func TestJSONIntAgreesWithParseInt(t *testing.T) {
+	for _, in := range []string{
+		"0", "-0", "7", "-7", "1721954100000", "9223372036854775807", "-9223372036854775808",
+		"9223372036854775808", "-9223372036854775809", "18446744073709551615", "99999999999999999999",
+		"00000000000000000000", "-007", "", "-", "--1", "1.5", "1e3", "1E3", "-1.0", `"5"`, "true", "null", "12a", " 1", "1 ", "0x10", "1_000",
+	} {
+		checkJSONInt(t, []byte(in))
+	}
+}
+
+// FuzzJSONInt checks jsonInt against strconv.ParseInt on every input that
+// does not start with '+', which no JSON number does.
+func FuzzJSONInt(f *testing.F) {
+	for _, s := range []string{"0", "-9223372036854775808", "9223372036854775807", "9223372036854775808", "1.5", "12a"} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, raw []byte) {
+		if len(raw) > 0 && raw[0] == '+' {
+			return
+		}
+		checkJSONInt(t, raw)
+	})
+}
+
+func checkJSONInt(t *testing.T, raw []byte) {
+	t.Helper()
+	got, ok := jsonInt(raw)
+	want, err := strconv.ParseInt(string(raw), 10, 64)
+	if ok != (err == nil) || ok && got != want {
+		t.Fatalf("jsonInt(%q) = %d, %v; strconv.ParseInt = %d, %v", raw, got, ok, want, err)
+	}
 }

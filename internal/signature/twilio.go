@@ -17,6 +17,7 @@ import (
 	"net/url"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 	"unicode/utf8"
 )
@@ -149,96 +150,104 @@ func twilioKey(name []byte) uint64 {
 
 var errTwilioForm = errors.New("body is not form-encoded")
 
-// twilioPairs walks the non-empty pairs of a form body in order. Like
-// url.ParseQuery it splits on '&' only and refuses a pair containing ';';
-// it also refuses more than twilioMaxParams pairs. A loop over next keeps
-// the position and the caller's state in registers, which a callback
-// would move to the heap.
-type twilioPairs struct {
-	body  []byte
-	start int
-}
-
-// newTwilioPairs checks the pair count and the length (offsets are uint32).
-func newTwilioPairs(body []byte) (twilioPairs, int, error) {
-	n := bytes.Count(body, []byte{'&'})
-	if n >= twilioMaxParams || uint64(len(body)) > math.MaxUint32 {
-		return twilioPairs{}, 0, errTwilioForm
-	}
-	return twilioPairs{body: body}, n + 1, nil
-}
-
-// next returns the offset, raw name and raw value of the next non-empty
-// pair; ok is false at the end, err set for a pair with ';'.
-func (it *twilioPairs) next() (off int, name, value []byte, ok bool, err error) {
-	for it.start < len(it.body) {
-		end := bytes.IndexByte(it.body[it.start:], '&')
-		if end < 0 {
-			end = len(it.body)
-		} else {
-			end += it.start
-		}
-		pair := it.body[it.start:end]
-		off, it.start = it.start, end+1
-		if bytes.IndexByte(pair, ';') >= 0 {
-			return 0, nil, nil, false, errTwilioForm
-		}
-		if len(pair) == 0 {
-			continue
-		}
-		name, value = pair, pair[len(pair):]
-		if eq := bytes.IndexByte(pair, '='); eq >= 0 {
-			name, value = pair[:eq], pair[eq+1:]
-		}
-		return off, name, value, true, nil
-	}
-	return 0, nil, nil, false, nil
-}
-
 // twilioParseForm decodes a form body as url.ParseQuery does ('+' is a
 // space, a bad escape is an error), parameters in body order.
 func twilioParseForm(body []byte) (twilioForm, error) {
-	it, n, err := newTwilioPairs(body)
-	if err != nil {
-		return twilioForm{}, err
+	return twilioParseFormInto(body, nil, nil)
+}
+
+// twilioParseFormInto is twilioParseForm reusing buf's and params'
+// capacity (Verify's pooled scratch). It decodes the whole body in one
+// pass: decoding only shrinks, so buf is sized once and written by index.
+func twilioParseFormInto(body, buf []byte, params []twilioParam) (twilioForm, error) {
+	n := bytes.Count(body, []byte{'&'})
+	if n >= twilioMaxParams || uint64(len(body)) > math.MaxUint32 {
+		return twilioForm{}, errTwilioForm
 	}
-	params := make([]twilioParam, 0, n)
-	buf := body
-	decode := bytes.IndexByte(body, '%') >= 0 || bytes.IndexByte(body, '+') >= 0
-	if decode {
-		// Decoding only shrinks: the buffer never grows past the body.
-		buf = make([]byte, 0, len(body))
-	}
+	params = slices.Grow(params[:0], n+1)
+	buf = slices.Grow(buf[:0], len(body))[:len(body)]
+	var p twilioParam
+	inName := true // no '=' yet in this pair
+	rawStart := 0  // where this pair starts in body
+	i, j := 0, 0   // read from body, written to buf
 	for {
-		off, name, value, ok, err := it.next()
-		if err != nil {
-			return twilioForm{}, err
+		// Copy the plain bytes, most of a form, one table lookup each.
+		for i < len(body) && j < len(buf) && !twilioFormSpecial[body[i]] {
+			buf[j] = body[i]
+			i++
+			j++
 		}
-		if !ok {
-			break
-		}
-		var p twilioParam
-		if !decode {
-			p.ns, p.ne = uint32(off), uint32(off+len(name))
-			p.vs, p.ve = uint32(off+len(name)+1), uint32(off+len(name)+1+len(value))
-			if len(value) == 0 {
-				p.vs, p.ve = p.ne, p.ne
+		if i >= len(body) || body[i] == '&' {
+			if i > rawStart { // url.ParseQuery skips empty pairs
+				if inName {
+					p.ne, p.vs = uint32(j), uint32(j)
+				}
+				p.ve = uint32(j)
+				p.key = twilioKey(buf[p.ns:p.ne])
+				params = append(params, p)
 			}
-		} else {
-			p.ns = uint32(len(buf))
-			if buf, ok = twilioUnescape(buf, name); !ok {
+			if i >= len(body) {
+				break
+			}
+			i++
+			p, inName, rawStart = twilioParam{ns: uint32(j)}, true, i
+			continue
+		}
+		c := body[i]
+		switch c {
+		case '=':
+			if inName {
+				p.ne, p.vs, inName = uint32(j), uint32(j), false
+				i++
+				continue
+			}
+		case ';':
+			return twilioForm{}, errTwilioForm
+		case '+':
+			c = ' '
+		case '%':
+			if i+2 >= len(body) {
 				return twilioForm{}, errTwilioForm
 			}
-			p.ne, p.vs = uint32(len(buf)), uint32(len(buf))
-			if buf, ok = twilioUnescape(buf, value); !ok {
+			hi, ok1 := nibble(body[i+1])
+			lo, ok2 := nibble(body[i+2])
+			if !ok1 || !ok2 {
 				return twilioForm{}, errTwilioForm
 			}
-			p.ve = uint32(len(buf))
+			c = hi<<4 | lo
+			i += 2
 		}
-		p.key = twilioKey(buf[p.ns:p.ne])
-		params = append(params, p)
+		buf[j] = c
+		i++
+		j++
 	}
-	return twilioForm{buf: buf, params: params}, nil
+	return twilioForm{buf: buf[:j], params: params}, nil
+}
+
+// twilioFormSpecial marks the bytes of a form body that are not copied
+// as they are: the pair and name separators, ';' (refused), '+' and '%'.
+var twilioFormSpecial = [256]bool{'&': true, '=': true, ';': true, '+': true, '%': true}
+
+// twilioScratch is the memory one Verify of a form body needs: the
+// decoded parameters, their index and the signed string. Pooled, so that
+// a busy function decodes into warm buffers instead of allocating three
+// per request.
+type twilioScratch struct {
+	buf, signed []byte
+	params      []twilioParam
+}
+
+var twilioScratchPool = sync.Pool{New: func() any { return new(twilioScratch) }}
+
+// twilioScratchMax bounds the buffers kept in the pool, so that one huge
+// body does not pin its memory for the life of the process.
+const twilioScratchMax = 64 << 10
+
+func (sc *twilioScratch) release() {
+	if cap(sc.buf) > twilioScratchMax || cap(sc.signed) > twilioScratchMax || cap(sc.params) > twilioMaxParams {
+		return
+	}
+	twilioScratchPool.Put(sc)
 }
 
 // sort puts the parameters in signing order: by name then value, each
@@ -265,44 +274,16 @@ func (f *twilioForm) sort() {
 			p[lo] = x
 		}
 	}
-	f.params = slices.CompactFunc(p, func(a, b twilioParam) bool { return f.compare(a, b) == 0 })
-}
-
-// twilioUnescape appends the query-unescaped s to dst, copying the runs
-// between escapes whole.
-func twilioUnescape(dst, s []byte) ([]byte, bool) {
-	for len(s) > 0 {
-		i := 0
-		for i < len(s) && s[i] != '%' && s[i] != '+' {
-			i++
+	// Drop identical pairs: neighbours once sorted, and only worth
+	// comparing when their keys agree.
+	n := min(len(p), 1)
+	for i := 1; i < len(p); i++ {
+		if p[i].key != p[n-1].key || f.compare(p[i], p[n-1]) != 0 {
+			p[n] = p[i]
+			n++
 		}
-		dst = append(dst, s[:i]...)
-		if i == len(s) {
-			break
-		}
-		if s[i] == '+' {
-			dst = append(dst, ' ')
-			s = s[i+1:]
-			continue
-		}
-		if i+2 >= len(s) || !isHex(s[i+1]) || !isHex(s[i+2]) {
-			return dst, false
-		}
-		dst = append(dst, twilioUnhex(s[i+1])<<4|twilioUnhex(s[i+2]))
-		s = s[i+3:]
 	}
-	return dst, true
-}
-
-func twilioUnhex(c byte) byte {
-	switch {
-	case c >= '0' && c <= '9':
-		return c - '0'
-	case c >= 'a' && c <= 'f':
-		return c - 'a' + 10
-	default:
-		return c - 'A' + 10
-	}
+	f.params = p[:n]
 }
 
 // twilioBodyHash returns the first bodySHA256 value of the query, read as
@@ -346,9 +327,11 @@ func (s *Twilio) Verify(r Request, secrets [][]byte, now time.Time) error {
 	if !ok {
 		return fmt.Errorf("%w: %s is not a base64 SHA-1", ErrMalformedHeader, TwilioSignatureHeader)
 	}
-	if len(usable(secrets)) == 0 {
+	if !hasUsable(secrets) {
 		return ErrNoSecret
 	}
+	sc := twilioScratchPool.Get().(*twilioScratch)
+	defer sc.release()
 	var form twilioForm
 	if want, ok := twilioBodyHash(r.RawQuery); ok {
 		got := sha256.Sum256(r.Body)
@@ -356,14 +339,16 @@ func (s *Twilio) Verify(r Request, secrets [][]byte, now time.Time) error {
 		if !ok || !hmac.Equal(got[:], wantSum) {
 			return fmt.Errorf("%w: body does not match %s", ErrNoMatch, twilioBodyHashParam)
 		}
-	} else if form, err = twilioParseForm(r.Body); err != nil {
+	} else if form, err = twilioParseFormInto(r.Body, sc.buf, sc.params); err != nil {
 		return fmt.Errorf("%w: %v", ErrNoMatch, err)
 	} else {
 		form.sort()
+		sc.buf, sc.params = form.buf, form.params
 	}
 	// The signed string after the URL, built once: one Write per MAC
 	// rather than two per parameter.
-	signed := twilioSigned(r.RawQuery, &form)
+	signed := twilioSigned(sc.signed[:0], r.RawQuery, &form)
+	sc.signed = signed
 	var sum [sha1.Size]byte
 	for _, secret := range secrets {
 		if len(secret) == 0 {
@@ -381,9 +366,10 @@ func (s *Twilio) Verify(r Request, secrets [][]byte, now time.Time) error {
 	return ErrNoMatch
 }
 
-// twilioSigned returns what Twilio signs after the URL: "?" and the query
-// when there is one, then each parameter's name and value in f's order.
-func twilioSigned(rawQuery string, f *twilioForm) []byte {
+// twilioSigned appends to out what Twilio signs after the URL: "?" and the
+// query when there is one, then each parameter's name and value in f's
+// order.
+func twilioSigned(out []byte, rawQuery string, f *twilioForm) []byte {
 	n := 0
 	if rawQuery != "" {
 		n = 1 + len(rawQuery)
@@ -391,7 +377,7 @@ func twilioSigned(rawQuery string, f *twilioForm) []byte {
 	for _, p := range f.params {
 		n += int(p.ne-p.ns) + int(p.ve-p.vs)
 	}
-	out := make([]byte, 0, n)
+	out = slices.Grow(out, n)
 	if rawQuery != "" {
 		out = append(append(out, '?'), rawQuery...)
 	}
@@ -405,7 +391,7 @@ func twilioSigned(rawQuery string, f *twilioForm) []byte {
 func twilioMAC(dst, secret, u []byte, rawQuery string, f *twilioForm) []byte {
 	m := hmac.New(sha1.New, secret)
 	m.Write(u)
-	m.Write(twilioSigned(rawQuery, f))
+	m.Write(twilioSigned(nil, rawQuery, f))
 	return m.Sum(dst)
 }
 
@@ -453,7 +439,14 @@ func (s *Twilio) Identify(r Request) (Identity, error) {
 		}
 		return out, nil
 	}
-	f, err := twilioFields(r.Body)
+	sc := twilioScratchPool.Get().(*twilioScratch)
+	defer sc.release()
+	form, err := twilioParseFormInto(r.Body, sc.buf, sc.params)
+	if err != nil {
+		return Identity{}, fmt.Errorf("%w: twilio: %v", ErrInvalidPayload, err)
+	}
+	sc.buf, sc.params = form.buf, form.params
+	f, err := twilioFields(&form)
 	if err != nil {
 		return Identity{}, err
 	}
@@ -479,11 +472,8 @@ func (s *Twilio) Identify(r Request) (Identity, error) {
 		case f[twilioCallSid] != "" && f[twilioCallStatus] != "" && f[twilioSequenceNumber] != "":
 			out.ID = f[twilioCallSid] + ":" + f[twilioCallStatus] + ":" + f[twilioSequenceNumber]
 		default:
-			form, err := twilioParseForm(r.Body)
-			if err != nil {
-				return Identity{}, fmt.Errorf("%w: twilio: %v", ErrInvalidPayload, err)
-			}
 			form.sort()
+			sc.params = form.params
 			out.ID = twilioContentKey(r.RawQuery, &form, nil)
 		}
 	}
@@ -544,67 +534,40 @@ func twilioFieldIndex(name []byte) int {
 }
 
 // twilioFields returns the values of the parameters Identify reads (""
-// when absent) in one pass over a form body, which it validates as
-// twilioParseForm does while decoding only what it keeps. A parameter
-// repeated with different values, or a value that is not UTF-8, is an
-// invalid payload.
-func twilioFields(body []byte) (out [twilioNumFields]string, err error) {
-	it, _, err := newTwilioPairs(body)
-	if err != nil {
-		return out, fmt.Errorf("%w: twilio: %v", ErrInvalidPayload, err)
-	}
+// when absent). A parameter repeated with different values, or a value that is
+// not UTF-8, is an invalid payload. The strings share one copy of the
+// values, not the form's buffer, which is scratch.
+func twilioFields(form *twilioForm) (out [twilioNumFields]string, err error) {
+	var raw [twilioNumFields][]byte
 	var seen [twilioNumFields]bool
-	for {
-		_, name, value, ok, err := it.next()
-		if err != nil {
-			return out, fmt.Errorf("%w: twilio: %v", ErrInvalidPayload, err)
-		}
-		if !ok {
-			return out, nil
-		}
-		if !twilioEscapesValid(name) || !twilioEscapesValid(value) {
-			return out, fmt.Errorf("%w: twilio: %v", ErrInvalidPayload, errTwilioForm)
-		}
-		if twilioNeedsDecode(name) {
-			name, _ = twilioUnescape(nil, name)
-		}
+	n := 0
+	for _, p := range form.params {
+		name, value := form.name(p), form.value(p)
 		i := twilioFieldIndex(name)
 		if i < 0 {
 			continue
-		}
-		if twilioNeedsDecode(value) {
-			value, _ = twilioUnescape(nil, value)
 		}
 		if !utf8.Valid(value) {
 			return out, fmt.Errorf("%w: twilio: %s is not UTF-8", ErrInvalidPayload, name)
 		}
 		if seen[i] {
-			if out[i] != string(value) {
+			if !bytes.Equal(raw[i], value) {
 				return out, fmt.Errorf("%w: twilio: %s repeated with different values", ErrInvalidPayload, name)
 			}
 			continue
 		}
-		seen[i], out[i] = true, string(value)
+		seen[i], raw[i] = true, value
+		n += len(value)
 	}
-}
-
-func twilioNeedsDecode(s []byte) bool {
-	return bytes.IndexByte(s, '%') >= 0 || bytes.IndexByte(s, '+') >= 0
-}
-
-// twilioEscapesValid reports whether every '%' in s starts an escape.
-func twilioEscapesValid(s []byte) bool {
-	for i := bytes.IndexByte(s, '%'); i >= 0; {
-		if i+2 >= len(s) || !isHex(s[i+1]) || !isHex(s[i+2]) {
-			return false
-		}
-		j := bytes.IndexByte(s[i+3:], '%')
-		if j < 0 {
-			break
-		}
-		i += 3 + j
+	all := make([]byte, 0, n)
+	for _, v := range raw {
+		all = append(all, v...)
 	}
-	return true
+	str := string(all)
+	for i, v := range raw {
+		out[i], str = str[:len(v)], str[len(v):]
+	}
+	return out, nil
 }
 
 // twilioContentKey hashes the query and either the form's sorted
