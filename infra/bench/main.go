@@ -4,6 +4,13 @@
 // starts with "bare": the bare primitive over the same bytes). It marks the
 // rows that miss the targets. `make bench` pipes the signature benchmarks
 // through it.
+//
+// The input may hold several rounds: the n-th line of a sub-benchmark pairs
+// with the n-th line of its baseline. `make bench` runs the test binary
+// once per round, so the two lines of a pair are measured seconds apart,
+// and the ratio printed is the median of the per-round ratios: a slow phase
+// of a shared machine moves both sides of a pair, not one side of the
+// ratio.
 package main
 
 import (
@@ -21,6 +28,7 @@ import (
 type row struct {
 	group, name string
 	ns, allocs  float64
+	samples     []float64 // ns/op of each round, in input order
 }
 
 func main() {
@@ -43,8 +51,8 @@ func main() {
 //
 //	BenchmarkStripe/verify+identify-2  45754  25029 ns/op  254.66 MB/s  584 B/op  11 allocs/op
 //
-// taking the median of repeated runs (-count) of one sub-benchmark, so that
-// one run disturbed by the machine does not move the figure.
+// taking the median of repeated runs of one sub-benchmark, so that one run
+// disturbed by the machine does not move the figure.
 func parse(r io.Reader) ([]row, error) {
 	type acc struct {
 		ns, allocs []float64
@@ -99,7 +107,7 @@ func parse(r io.Reader) ([]row, error) {
 	rows := make([]row, 0, len(order))
 	for _, k := range order {
 		a := sums[k]
-		rows = append(rows, row{group: k[0], name: k[1], ns: median(a.ns), allocs: median(a.allocs)})
+		rows = append(rows, row{group: k[0], name: k[1], ns: median(a.ns), allocs: median(a.allocs), samples: a.ns})
 	}
 	return rows, nil
 }
@@ -128,22 +136,44 @@ func report(w io.Writer, rows []row, maxRatio, maxAllocs float64) {
 	sort.Strings(names)
 	fmt.Fprintf(w, "%-22s %-34s %12s %8s %8s\n", "benchmark", "case", "ns/op", "allocs", "ratio")
 	for _, g := range names {
-		var base float64
-		for _, r := range groups[g] {
+		var base *row
+		for i, r := range groups[g] {
 			if strings.HasPrefix(r.name, "bare") {
-				base = r.ns
+				base = &groups[g][i]
 				break
 			}
 		}
 		for _, r := range groups[g] {
 			ratio, mark := "-", ""
-			if base > 0 {
-				ratio = fmt.Sprintf("%.2fx", r.ns/base)
-				if r.name == "verify+identify" && (r.ns/base > maxRatio || r.allocs > maxAllocs) {
+			if q, ok := pairedRatio(r, base); ok {
+				ratio = fmt.Sprintf("%.2fx", q)
+				if r.name == "verify+identify" && (q > maxRatio || r.allocs > maxAllocs) {
 					mark = fmt.Sprintf("  over target (%.0fx, %.0f allocs)", maxRatio, maxAllocs)
 				}
 			}
 			fmt.Fprintf(w, "%-22s %-34s %12.0f %8.0f %8s%s\n", g, r.name, r.ns, r.allocs, ratio, mark)
 		}
 	}
+}
+
+// pairedRatio is the median over rounds of r's time over base's time in
+// the same round. When the two were not run the same number of times there
+// are no rounds to pair, and it is the ratio of their medians.
+func pairedRatio(r row, base *row) (float64, bool) {
+	if base == nil || base.ns <= 0 {
+		return 0, false
+	}
+	if len(r.samples) != len(base.samples) {
+		return r.ns / base.ns, true
+	}
+	qs := make([]float64, 0, len(r.samples))
+	for i := range r.samples {
+		if base.samples[i] > 0 {
+			qs = append(qs, r.samples[i]/base.samples[i])
+		}
+	}
+	if len(qs) == 0 {
+		return 0, false
+	}
+	return median(qs), true
 }

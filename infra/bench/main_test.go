@@ -18,6 +18,33 @@ BenchmarkGitHub/verify+identify-2   	   56737	      8000 ns/op	     584 B/op	   
 PASS
 `
 
+// TestReportPairsRounds: the ratio is the median of per-round ratios, so a
+// round in which the whole machine ran at half speed does not count against
+// the scheme, while a ratio of medians would.
+func TestReportPairsRounds(t *testing.T) {
+	const rounds = `BenchmarkLinear/bare-hmac-2 1 1000 ns/op 5 allocs/op
+BenchmarkLinear/verify+identify-2 1 2900 ns/op 7 allocs/op
+BenchmarkLinear/bare-hmac-2 1 2000 ns/op 5 allocs/op
+BenchmarkLinear/verify+identify-2 1 5800 ns/op 7 allocs/op
+BenchmarkLinear/bare-hmac-2 1 1000 ns/op 5 allocs/op
+BenchmarkLinear/verify+identify-2 1 5000 ns/op 7 allocs/op
+BenchmarkLinear/bare-hmac-2 1 2000 ns/op 5 allocs/op
+BenchmarkLinear/verify+identify-2 1 5600 ns/op 7 allocs/op
+`
+	rows, err := parse(strings.NewReader(rounds))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	report(&out, rows, 3, 30)
+	// Per-round ratios 2.9, 2.9, 5.0, 2.8: median 2.9. The ratio of the
+	// medians would be 5300/1500 = 3.53.
+	want := "Linear                 verify+identify                            5300        7    2.90x\n"
+	if !strings.Contains(out.String(), want) {
+		t.Errorf("report lacks %q:\n%s", want, out.String())
+	}
+}
+
 func TestReport(t *testing.T) {
 	rows, err := parse(strings.NewReader(sample))
 	if err != nil {
