@@ -1,6 +1,7 @@
 package signature
 
 import (
+	"bytes"
 	"crypto/hmac"
 	"crypto/sha1"
 	"crypto/sha256"
@@ -377,6 +378,15 @@ func oneEvent(kind string, ids []Identity, err error) (Identity, error) {
 		return Identity{}, fmt.Errorf("%w: %s: %d events in one delivery (use Split)", ErrInvalidPayload, kind, len(ids))
 	}
 	return ids[0], nil
+}
+
+// jsonMayHold reports whether body may hold a JSON string equal to s,
+// where s has no character with a short escape (quote, backslash, slash,
+// control characters): it appears literally, or the body has a \u escape
+// that could spell it. False means no string in body equals s, which lets
+// a handshake check skip the scan of every ordinary event.
+func jsonMayHold(body []byte, s string) bool {
+	return bytes.Contains(body, []byte(s)) || bytes.Contains(body, []byte(`\u`))
 }
 
 // jsonPresent reports whether a raw value from jsonFields is there and not

@@ -179,7 +179,11 @@ func (g *GitLab) verifySignature(r Request, secrets [][]byte, now time.Time) err
 		keyBuf [64]byte
 		sum    [sha256.Size]byte
 		keys   int
+		preBuf [64]byte
 	)
+	// id "." timestamp ".", written in one piece rather than as four
+	// conversions that each allocate.
+	pre := append(append(append(append(preBuf[:0], id...), '.'), tsRaw...), '.')
 	for _, secret := range secrets {
 		key, ok := gitlabSigningKey(keyBuf[:0], secret)
 		if !ok {
@@ -187,10 +191,7 @@ func (g *GitLab) verifySignature(r Request, secrets [][]byte, now time.Time) err
 		}
 		keys++
 		mac := hmac.New(sha256.New, key)
-		mac.Write([]byte(id))
-		mac.Write([]byte{'.'})
-		mac.Write([]byte(tsRaw))
-		mac.Write([]byte{'.'})
+		mac.Write(pre)
 		mac.Write(r.Body)
 		mac.Sum(sum[:0])
 		for i := range n {

@@ -6,6 +6,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io/fs"
 	"net/http"
 	"os"
@@ -551,8 +552,9 @@ func benchRun(b *testing.B, name string, n int, op func(b *testing.B)) {
 // benchScheme checks that s accepts and identifies r, then runs the
 // sub-benchmarks bareName (bare is one run of the scheme's bare primitive
 // over the same bytes, the floor), "verify" and "verify+identify", each over
-// len(r.Body) bytes. A Splitter is timed with Split instead of Identify, as
-// the ingest calls it. infra/bench parses these names.
+// len(r.Body) bytes. "verify+identify" times what ingest does after Verify:
+// Handshake when the scheme has one (r must not be a handshake), then Split
+// for a Splitter, else Identify. infra/bench parses these names.
 func benchScheme(b *testing.B, s Scheme, r Request, secrets [][]byte, now time.Time, bareName string, bare func(b *testing.B)) {
 	b.Helper()
 	identify := func() error {
@@ -563,6 +565,15 @@ func benchScheme(b *testing.B, s Scheme, r Request, secrets [][]byte, now time.T
 		identify = func() error {
 			_, err := sp.Split(r)
 			return err
+		}
+	}
+	if hs, ok := s.(Handshaker); ok {
+		next := identify
+		identify = func() error {
+			if _, isHandshake, err := hs.Handshake(r, secrets); err != nil || isHandshake {
+				return fmt.Errorf("Handshake: %v, handshake %v; want an ordinary event", err, isHandshake)
+			}
+			return next()
 		}
 	}
 	// Each variant must succeed once before it is timed.

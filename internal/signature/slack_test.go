@@ -637,6 +637,8 @@ func TestSlackHandshake(t *testing.T) {
 		{name: "url_verification answered", r: slackRequest([]byte(challenge), slackSecret, testTS), wantBody: "3eZbrw1aBm2rZgRNFdxV2595E9CY3gmdALWMmHkvFXO7tYXAYM8P", wantHSOK: true},
 		{name: "challenge with escapes is decoded", r: slackRequest([]byte(`{"type":"url_verification","challenge":"a\u00e9\/b"}`), slackSecret, testTS), wantBody: "aé/b", wantHSOK: true},
 		{name: "event_callback is not a handshake", r: slackRequest(slackMessage(t), slackSecret, testTS)},
+		{name: "type spelt with a \\u escape is answered", r: slackRequest([]byte(`{"type":"url\u005fverification","challenge":"c"}`), slackSecret, testTS), wantBody: "c", wantHSOK: true},
+		{name: "type spelt with a \\u escape, other text unescaped", r: slackRequest([]byte(`{"type":"\u0075rl_verification","challenge":"c"}`), slackSecret, testTS), wantBody: "c", wantHSOK: true},
 		{name: "form body is not a handshake", r: slackRequest([]byte("type=url_verification&challenge=x"), slackSecret, testTS)},
 		{name: "invalid JSON is not a handshake", r: slackRequest([]byte(`{"type":"url_verification"`), slackSecret, testTS)},
 		{name: "type in a nested object is not a handshake", r: slackRequest([]byte(`{"event":{"type":"url_verification","challenge":"x"},"type":"event_callback"}`), slackSecret, testTS)},

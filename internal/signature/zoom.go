@@ -103,6 +103,9 @@ var zoomPlainTokenField = []string{"plainToken"}
 // endpoint an HMAC oracle for unsigned tokens; ordinary events are not
 // hashed twice because the check runs only for handshakes.
 func (z *Zoom) Handshake(r Request, secrets [][]byte) (Reply, bool, error) {
+	if !jsonMayHold(r.Body, ZoomURLValidation) {
+		return Reply{}, false, nil // ordinary events skip the scan
+	}
 	var f [3][]byte
 	if err := jsonFields(r.Body, zoomFields, f[:]); err != nil {
 		return Reply{}, false, nil // not JSON: Identify reports it

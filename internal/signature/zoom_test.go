@@ -228,6 +228,7 @@ func TestZoomHandshake(t *testing.T) {
 		{name: "signed by the previous secret, answered with the current", r: zoomRequest(validation("tok"), zoomSecretOld, testTS), secrets: [][]byte{zoomSecret, zoomSecretOld}, wantOK: true, plain: "tok", key: zoomSecret},
 		{name: "first usable secret is the current", r: zoomRequest(validation("tok"), zoomSecret, testTS), secrets: [][]byte{{}, zoomSecret, zoomSecretOld}, wantOK: true, plain: "tok", key: zoomSecret},
 		{name: "token with characters JSON escapes", r: zoomRequest(validation(`a"b\c<`), zoomSecret, testTS), secrets: zoomSecrets, wantOK: true, plain: `a"b\c<`, key: zoomSecret},
+		{name: "event spelt with a \\u escape is answered", r: zoomRequest([]byte(`{"event":"endpoint.url\u005fvalidation","payload":{"plainToken":"tok"}}`), zoomSecret, testTS), secrets: zoomSecrets, wantOK: true, plain: "tok", key: zoomSecret},
 		{name: "ordinary event is not a handshake", r: zoomRequest(zoomBodies[0].body, zoomSecret, testTS), secrets: zoomSecrets},
 		{name: "not JSON is not a handshake", r: zoomRequest([]byte("event=endpoint.url_validation"), zoomSecret, testTS), secrets: zoomSecrets},
 		{name: "plainToken missing", r: zoomRequest([]byte(`{"event":"endpoint.url_validation","payload":{}}`), zoomSecret, testTS), secrets: zoomSecrets, wantErr: ErrInvalidPayload},
