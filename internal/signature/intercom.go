@@ -59,7 +59,7 @@ func (i *Intercom) Identify(r Request) (Identity, error) {
 		return Identity{}, fmt.Errorf("%w: intercom: body is not a JSON object", ErrInvalidPayload)
 	}
 	if f[0] != nil && string(f[0]) != "null" {
-		if typ, ok := jsonString(f[0]); !ok || typ != "notification_event" {
+		if !jsonStringIs(f[0], "notification_event") {
 			return Identity{}, fmt.Errorf("%w: intercom: type is not notification_event", ErrInvalidPayload)
 		}
 	}

@@ -481,6 +481,20 @@ func jsonString(raw []byte) (string, bool) {
 	return s, true
 }
 
+// jsonStringIs reports whether raw, a validated JSON value, is a string
+// equal to want (which needs no escaping). Unlike comparing jsonString's
+// result it allocates nothing unless raw has escapes.
+func jsonStringIs(raw []byte, want string) bool {
+	if len(raw) == len(want)+2 && raw[0] == '"' && string(raw[1:len(raw)-1]) == want {
+		return true
+	}
+	if bytes.IndexByte(raw, '\\') < 0 {
+		return false
+	}
+	s, ok := jsonString(raw)
+	return ok && s == want
+}
+
 // unquote decodes the inside of a validated JSON string.
 func unquote(in []byte) (string, bool) {
 	if bytes.IndexByte(in, '\\') < 0 {

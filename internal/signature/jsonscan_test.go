@@ -108,3 +108,31 @@ func checkJSONInt(t *testing.T, raw []byte) {
 		t.Fatalf("jsonInt(%q) = %d, %v; strconv.ParseInt = %d, %v", raw, got, ok, want, err)
 	}
 }
+
+func TestJSONStringIs(t *testing.T) {
+	for _, tc := range []struct {
+		raw  string
+		want bool
+	}{
+		{`"event"`, true},
+		{`"ev\u0065nt"`, true},
+		{`"\u0065vent"`, true},
+		{`"events"`, false},
+		{`"Event"`, false},
+		{`"ev\"nt"`, false},
+		{`"evt\u0000"`, false},
+		{`event`, false},
+		{`null`, false},
+		{``, false},
+		{`["event"]`, false},
+	} {
+		raw := []byte(tc.raw)
+		if tc.raw == "" {
+			raw = nil
+		}
+		s, ok := jsonString(raw)
+		if got := jsonStringIs(raw, "event"); got != tc.want || got != (ok && s == "event") {
+			t.Errorf("jsonStringIs(%s, event) = %v, want %v (and jsonString's answer)", tc.raw, got, tc.want)
+		}
+	}
+}

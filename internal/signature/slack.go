@@ -103,7 +103,7 @@ func (s *Slack) Handshake(r Request, secrets [][]byte) (Reply, bool, error) {
 	if err := jsonFields(r.Body, slackHandshakeFields, f[:]); err != nil {
 		return Reply{}, false, nil // not JSON: Identify reports it
 	}
-	if typ, _ := jsonString(f[0]); typ != "url_verification" {
+	if !jsonStringIs(f[0], "url_verification") {
 		return Reply{}, false, nil
 	}
 	if err := s.v0.recheck(r, secrets); err != nil {

@@ -105,8 +105,7 @@ func (s *Stripe) Identify(r Request) (Identity, error) {
 		return Identity{}, err
 	}
 	if jsonPresent(f[1]) {
-		obj, ok := jsonString(f[1])
-		if !ok || obj != "event" && obj != "v2.core.event" {
+		if !jsonStringIs(f[1], "event") && !jsonStringIs(f[1], "v2.core.event") {
 			return Identity{}, fmt.Errorf("%w: stripe: object is not an event", ErrInvalidPayload)
 		}
 	}

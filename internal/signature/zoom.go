@@ -110,7 +110,7 @@ func (z *Zoom) Handshake(r Request, secrets [][]byte) (Reply, bool, error) {
 	if err := jsonFields(r.Body, zoomFields, f[:]); err != nil {
 		return Reply{}, false, nil // not JSON: Identify reports it
 	}
-	if event, _ := jsonString(f[0]); event != ZoomURLValidation {
+	if !jsonStringIs(f[0], ZoomURLValidation) {
 		return Reply{}, false, nil
 	}
 	if err := z.v0.recheck(r, secrets); err != nil {
