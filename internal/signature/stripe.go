@@ -130,9 +130,9 @@ func parseCreated(raw []byte) (time.Time, error) {
 		}
 		return time.Parse(time.RFC3339Nano, s)
 	}
-	n, err := strconv.ParseInt(string(raw), 10, 64)
-	if err != nil {
-		return time.Time{}, err
+	n, ok := jsonInt(raw)
+	if !ok {
+		return time.Time{}, errors.New("not unix seconds in int64 range")
 	}
 	return time.Unix(n, 0).UTC(), nil
 }
