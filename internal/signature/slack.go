@@ -93,10 +93,9 @@ func (s *Slack) Verify(r Request, secrets [][]byte, now time.Time) error {
 // Handshake does not receive), so a wiring mistake cannot turn the
 // endpoint into an echo of unsigned challenges; it is checked only for
 // handshakes, so ordinary events are not hashed twice. Nor are they
-// scanned: a body that cannot hold the string url_verification is not a
-// handshake.
+// scanned: a body without "verification" in any string is not a handshake.
 func (s *Slack) Handshake(r Request, secrets [][]byte) (Reply, bool, error) {
-	if !slackIsJSON(r.Body) || !jsonMayHold(r.Body, "url_verification") {
+	if !slackIsJSON(r.Body) || !jsonMayHold(r.Body, "verification") {
 		return Reply{}, false, nil
 	}
 	var f [2][]byte

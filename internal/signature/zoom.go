@@ -103,7 +103,7 @@ var zoomPlainTokenField = []string{"plainToken"}
 // endpoint an HMAC oracle for unsigned tokens; ordinary events are not
 // hashed twice because the check runs only for handshakes.
 func (z *Zoom) Handshake(r Request, secrets [][]byte) (Reply, bool, error) {
-	if !jsonMayHold(r.Body, ZoomURLValidation) {
+	if !jsonMayHold(r.Body, "validation") {
 		return Reply{}, false, nil // ordinary events skip the scan
 	}
 	var f [3][]byte
