@@ -9,12 +9,15 @@ import (
 	"encoding/binary"
 	"encoding/hex"
 	"errors"
+	"fmt"
 	"maps"
 	"net/http"
 	"net/url"
+	"reflect"
 	"slices"
 	"sort"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 	"unicode/utf8"
@@ -814,4 +817,53 @@ func BenchmarkTwilio(b *testing.B) {
 			b.Fatal("rejected")
 		}
 	})
+}
+
+// TestTwilioConcurrent runs Verify and Identify on every payload from
+// several goroutines at once: their pooled scratch must never be shared
+// between two calls (go test -race sees a sharing; a wrong identity or a
+// rejected signature shows one without it).
+func TestTwilioConcurrent(t *testing.T) {
+	s := mustNewTwilio(t, Options{URL: twilioURL})
+	type job struct {
+		r    Request
+		want Identity
+	}
+	var jobs []job
+	for _, p := range twilioPayloads {
+		p := p.sent()
+		sig, ok := twilioNodeSignature(twilioToken, twilioURL, p.query, []byte(p.body))
+		if !ok {
+			t.Fatalf("%s: no signature", p.name)
+		}
+		r := twilioRequest(p, sig)
+		want, err := s.Identify(r)
+		if err != nil {
+			t.Fatalf("%s: Identify: %v", p.name, err)
+		}
+		jobs = append(jobs, job{r, want})
+	}
+	var wg sync.WaitGroup
+	errs := make(chan error, 8)
+	for g := range 8 {
+		wg.Go(func() {
+			for n := range 200 {
+				j := jobs[(g+n)%len(jobs)]
+				if err := s.Verify(j.r, twilioTokens, testNow); err != nil {
+					errs <- fmt.Errorf("Verify(%s): %v", j.r.Body, err)
+					return
+				}
+				got, err := s.Identify(j.r)
+				if err != nil || !reflect.DeepEqual(got, j.want) {
+					errs <- fmt.Errorf("Identify(%s): got %+v, %v; want %+v", j.r.Body, got, err, j.want)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
 }
