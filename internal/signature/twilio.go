@@ -228,10 +228,10 @@ func twilioParseFormInto(body, buf []byte, params []twilioParam) (twilioForm, er
 // as they are: the pair and name separators, ';' (refused), '+' and '%'.
 var twilioFormSpecial = [256]bool{'&': true, '=': true, ';': true, '+': true, '%': true}
 
-// twilioScratch is the memory one Verify of a form body needs: the
-// decoded parameters, their index and the signed string. Pooled, so that
-// a busy function decodes into warm buffers instead of allocating three
-// per request.
+// twilioScratch is the memory one Verify or Identify of a form body needs:
+// the decoded parameters, their index and (Verify) the signed string.
+// Pooled, so that a busy function decodes into warm buffers instead of
+// allocating them per request.
 type twilioScratch struct {
 	buf, signed []byte
 	params      []twilioParam
