@@ -48,6 +48,13 @@ var (
 	ErrAlreadyProcessed = errors.New("inbox: event already processed")
 	// ErrLeaseLost means the worker's lease was taken over before it committed.
 	ErrLeaseLost = errors.New("inbox: lease lost before commit")
+	// ErrDead means the event is dead: final until an operator replays it.
+	ErrDead = errors.New("inbox: event is dead")
+	// ErrInvalid wraps a request the store or queue refused as invalid (an
+	// item over the size limit, a key too long, a malformed expression):
+	// retrying cannot help, so the event is dead at once and ingest answers
+	// 413. The adapters decide it, in one predicate, from the AWS error.
+	ErrInvalid = errors.New("inbox: refused by the store as invalid")
 	// ErrUnavailable wraps failures of the store or queue that a retry may cure
 	// (throttling, timeouts, 5xx). The HTTP edge answers 503 for it.
 	ErrUnavailable = errors.New("inbox: dependency unavailable")
@@ -132,6 +139,23 @@ type Event struct {
 	// LeaseOwner and LeaseUntil are set while a worker processes the event.
 	LeaseOwner string
 	LeaseUntil time.Time
+	// DueAt is when the event, if still unfinished, is overdue: its
+	// receipt, the end of its lease, or the time its message was due back
+	// after a failure. The sweep re-enqueues events overdue by more than
+	// its threshold. Zero once the event is processed or dead.
+	DueAt time.Time
+	// DeadBy is the id of the queue message whose processing made the event
+	// dead; that message, and only it, is the one copied to the DLQ.
+	DeadBy string
+}
+
+// Unfinished reports whether the event still has to end processed or dead.
+func (e Event) Unfinished() bool {
+	switch e.Status {
+	case StatusReceived, StatusProcessing, StatusFailed:
+		return true
+	}
+	return false
 }
 
 // LogValue keeps payloads out of logs: only identity and status are logged.
