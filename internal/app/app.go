@@ -59,7 +59,7 @@ func Ingest(cfg config.Config, awsCfg aws.Config, log *slog.Logger) (*ingest.Han
 		Sources:          cfg.Sources,
 		Secrets:          secrets.NewStore(secretsmanager.NewFromConfig(awsCfg), SecretsTTL),
 		IsSecretNotFound: secrets.IsNotFound,
-		Store:            inboxstore.New(dynamodb.NewFromConfig(awsCfg), cfg.InboxTable),
+		Store:            inboxstore.New(dynamodb.NewFromConfig(awsCfg), cfg.InboxTable, cfg.Retention),
 		Queue:            queue.New(sqs.NewFromConfig(awsCfg), cfg.QueueURL),
 		MaxBodyBytes:     cfg.MaxBodyBytes,
 		Retention:        cfg.Retention,
@@ -69,11 +69,16 @@ func Ingest(cfg config.Config, awsCfg aws.Config, log *slog.Logger) (*ingest.Han
 
 // Processor builds the processor handler with the shipped example routes.
 func Processor(cfg config.Config, awsCfg aws.Config, log *slog.Logger) (*processor.Processor, error) {
+	client := sqs.NewFromConfig(awsCfg)
 	return processor.New(processor.Config{
-		Store:           inboxstore.New(dynamodb.NewFromConfig(awsCfg), cfg.InboxTable),
-		DeadLetters:     queue.New(sqs.NewFromConfig(awsCfg), cfg.DLQURL),
+		Store:           inboxstore.New(dynamodb.NewFromConfig(awsCfg), cfg.InboxTable, cfg.Retention),
+		DeadLetters:     queue.New(client, cfg.DLQURL),
+		Visibility:      queue.New(client, cfg.QueueURL),
 		Routes:          examples.Routes(),
 		MaxReceiveCount: cfg.MaxReceiveCount,
+		Concurrency:     cfg.Concurrency,
+		RetryBase:       cfg.RetryBase,
+		RetryCap:        cfg.RetryCap,
 		Logger:          log,
 	})
 }

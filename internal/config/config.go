@@ -26,6 +26,13 @@ type Config struct {
 	Retention       time.Duration
 	MaxReceiveCount int
 	LogLevel        slog.Level
+	// Processor: records of a batch processed at once, and the backoff of
+	// a transient failure (see processor.Config).
+	Concurrency         int
+	RetryBase, RetryCap time.Duration
+	// SweepAfter is how long an unfinished event may be overdue before the
+	// sweep re-enqueues it.
+	SweepAfter time.Duration
 }
 
 // Need names the settings a function requires.
@@ -37,6 +44,10 @@ type Need struct {
 const (
 	DefaultMaxBodyBytes         = 256 << 10
 	DefaultPayloadRetentionDays = 30
+	DefaultConcurrency          = 10
+	DefaultRetryBaseSeconds     = 30
+	DefaultRetryCapSeconds      = 3600
+	DefaultSweepAfterSeconds    = 300
 	// The API Gateway payload limit is 10 MB; DynamoDB's item limit is
 	// 400 KB, and the stored event must fit in one item.
 	maxMaxBodyBytes = 350 << 10
@@ -74,6 +85,13 @@ func Load(getenv func(string) string, need Need) (Config, error) {
 			errs = append(errs, errors.New("MAX_RECEIVE_COUNT is required"))
 		}
 	}
+	c.Concurrency = intVar(getenv, "PROCESSOR_CONCURRENCY", DefaultConcurrency, 1, 100, &errs)
+	c.RetryBase = time.Duration(intVar(getenv, "RETRY_BASE_SECONDS", DefaultRetryBaseSeconds, 1, 43200, &errs)) * time.Second
+	c.RetryCap = time.Duration(intVar(getenv, "RETRY_CAP_SECONDS", DefaultRetryCapSeconds, 1, 43200, &errs)) * time.Second
+	if c.RetryCap < c.RetryBase {
+		errs = append(errs, fmt.Errorf("RETRY_CAP_SECONDS (%d) is below RETRY_BASE_SECONDS (%d)", c.RetryCap/time.Second, c.RetryBase/time.Second))
+	}
+	c.SweepAfter = time.Duration(intVar(getenv, "SWEEP_AFTER_SECONDS", DefaultSweepAfterSeconds, 1, 86400, &errs)) * time.Second
 	lvl, err := obs.ParseLevel(getenv("LOG_LEVEL"))
 	if err != nil {
 		errs = append(errs, err)

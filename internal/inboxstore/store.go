@@ -8,7 +8,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"hash/fnv"
+	"math/rand/v2"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -16,6 +19,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
+	"github.com/webhook-inbox/webhook-inbox/internal/awserr"
 	"github.com/webhook-inbox/webhook-inbox/internal/effects"
 	"github.com/webhook-inbox/webhook-inbox/internal/inbox"
 )
@@ -26,6 +30,7 @@ type API interface {
 	GetItem(ctx context.Context, in *dynamodb.GetItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.GetItemOutput, error)
 	UpdateItem(ctx context.Context, in *dynamodb.UpdateItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error)
 	TransactWriteItems(ctx context.Context, in *dynamodb.TransactWriteItemsInput, optFns ...func(*dynamodb.Options)) (*dynamodb.TransactWriteItemsOutput, error)
+	Query(ctx context.Context, in *dynamodb.QueryInput, optFns ...func(*dynamodb.Options)) (*dynamodb.QueryOutput, error)
 }
 
 var _ API = (*dynamodb.Client)(nil)
@@ -36,15 +41,55 @@ const (
 	effectPrefix = "effect#"
 )
 
+// The unfinished-events index: a sparse global secondary index holding
+// only events that are received, processing or failed. Its partition key
+// is one of SweepShards shard names (spreading its writes over partitions:
+// a single key would cap the inbox at one partition's 1,000 writes a
+// second); its sort key is the time of receipt, so the oldest unfinished
+// event is the first item of some shard. Processed and dead events drop
+// out of it, so the sweep never reads a finished event and never scans.
+const (
+	UnfinishedIndex = "unfinished"
+	SweepShards     = 10
+)
+
+// MaxMessageRetention is the longest SQS keeps a message (14 days): a dead
+// event is kept at least that long after it dies, so no DLQ message can
+// outlive the event it points at.
+const MaxMessageRetention = 14 * 24 * time.Hour
+
+// DefaultRetention is the retention of New when it is given none.
+const DefaultRetention = 30 * 24 * time.Hour
+
 // Store is the inbox table.
 type Store struct {
-	api   API
-	table string
+	api       API
+	table     string
+	retention time.Duration
+	// sleep waits between retries of a conflicting transaction.
+	sleep func(context.Context, time.Duration) error
 }
 
-// New returns a store over the named table.
-func New(api API, table string) *Store {
-	return &Store{api: api, table: table}
+// New returns a store over the named table. Retention is how long an
+// event is kept once it is finished; unfinished events never expire, and
+// dead ones are kept at least MaxMessageRetention. Zero means
+// DefaultRetention.
+func New(api API, table string, retention time.Duration) *Store {
+	if retention <= 0 {
+		retention = DefaultRetention
+	}
+	return &Store{api: api, table: table, retention: retention, sleep: sleepCtx}
+}
+
+func sleepCtx(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
 }
 
 // item is the stored shape of an event. Times are RFC 3339 strings for
@@ -71,9 +116,22 @@ type item struct {
 	ExpiresAt   int64             `dynamodbav:"expires_at,omitempty"`
 	LeaseOwner  string            `dynamodbav:"lease_owner,omitempty"`
 	LeaseUntil  int64             `dynamodbav:"lease_until,omitempty"`
+	// SweepShard and ReceivedMs are the unfinished index's keys: the shard
+	// is present only while the event is unfinished.
+	SweepShard string `dynamodbav:"sweep_shard,omitempty"`
+	ReceivedMs int64  `dynamodbav:"received_ms,omitempty"`
+	DueMs      int64  `dynamodbav:"due_ms,omitempty"`
+	DeadBy     string `dynamodbav:"dead_by,omitempty"`
 }
 
 func pk(k inbox.Key) string { return eventPrefix + k.String() }
+
+// shard spreads events over the unfinished index's partitions by key.
+func shard(k inbox.Key) string {
+	h := fnv.New32a()
+	h.Write([]byte(k.String()))
+	return strconv.Itoa(int(h.Sum32() % SweepShards))
+}
 
 func ts(t time.Time) string {
 	if t.IsZero() {
@@ -93,7 +151,16 @@ func toItem(e inbox.Event) item {
 		Kind: e.Kind, EventType: e.Type, CreatedAt: ts(e.Created), Payload: e.Payload, Attributes: e.Attributes,
 		Status: string(e.Status), Outcome: string(e.Outcome), Attempts: e.Attempts,
 		LastError: e.LastError, ReceivedAt: ts(e.ReceivedAt), UpdatedAt: ts(e.UpdatedAt),
-		ProcessedAt: ts(e.ProcessedAt), LeaseOwner: e.LeaseOwner,
+		ProcessedAt: ts(e.ProcessedAt), LeaseOwner: e.LeaseOwner, DeadBy: e.DeadBy,
+	}
+	if e.Unfinished() {
+		it.SweepShard = shard(e.Key)
+	}
+	if !e.ReceivedAt.IsZero() {
+		it.ReceivedMs = e.ReceivedAt.UnixMilli()
+	}
+	if !e.DueAt.IsZero() {
+		it.DueMs = e.DueAt.UnixMilli()
 	}
 	if !e.ExpiresAt.IsZero() {
 		it.ExpiresAt = e.ExpiresAt.Unix()
@@ -110,7 +177,10 @@ func (it item) event() inbox.Event {
 		Kind: it.Kind, Type: it.EventType, Created: parseTS(it.CreatedAt), Payload: it.Payload,
 		Attributes: it.Attributes, Status: inbox.Status(it.Status), Outcome: inbox.Outcome(it.Outcome), Attempts: it.Attempts,
 		LastError: it.LastError, ReceivedAt: parseTS(it.ReceivedAt), UpdatedAt: parseTS(it.UpdatedAt),
-		ProcessedAt: parseTS(it.ProcessedAt), LeaseOwner: it.LeaseOwner,
+		ProcessedAt: parseTS(it.ProcessedAt), LeaseOwner: it.LeaseOwner, DeadBy: it.DeadBy,
+	}
+	if it.DueMs != 0 {
+		e.DueAt = time.UnixMilli(it.DueMs)
 	}
 	if it.ExpiresAt != 0 {
 		e.ExpiresAt = time.Unix(it.ExpiresAt, 0)
@@ -129,16 +199,17 @@ func decode(av map[string]types.AttributeValue) (inbox.Event, error) {
 	return it.event(), nil
 }
 
-// unavailable marks an SDK failure as a dependency outage.
-func unavailable(op string, err error) error {
-	return fmt.Errorf("%s: %w: %w", op, inbox.ErrUnavailable, err)
-}
-
 // Insert stores a new event in status received, decided by one conditional
 // write. If an unexpired event with the same key exists it returns that
 // stored event and an error wrapping inbox.ErrDuplicate. An item whose TTL
-// has passed counts as absent even before DynamoDB deletes it.
+// has passed counts as absent even before DynamoDB deletes it. The new
+// event has no expiry (retention counts from the end of processing) and
+// enters the unfinished index, due at once.
 func (s *Store) Insert(ctx context.Context, e inbox.Event, now time.Time) (inbox.Event, error) {
+	e.ExpiresAt = time.Time{}
+	if e.DueAt.IsZero() {
+		e.DueAt = e.ReceivedAt
+	}
 	av, err := attributevalue.MarshalMap(toItem(e))
 	if err != nil {
 		return inbox.Event{}, fmt.Errorf("insert %s: %w", e.Key, err)
@@ -159,7 +230,7 @@ func (s *Store) Insert(ctx context.Context, e inbox.Event, now time.Time) (inbox
 		}
 		return stored, fmt.Errorf("insert %s: %w", e.Key, inbox.ErrDuplicate)
 	case err != nil:
-		return inbox.Event{}, unavailable("insert "+e.Key.String(), err)
+		return inbox.Event{}, awserr.Wrap("insert "+e.Key.String(), err)
 	}
 	return e, nil
 }
@@ -173,7 +244,7 @@ func (s *Store) Get(ctx context.Context, k inbox.Key, now time.Time) (inbox.Even
 		ConsistentRead: aws.Bool(true),
 	})
 	if err != nil {
-		return inbox.Event{}, unavailable("get "+k.String(), err)
+		return inbox.Event{}, awserr.Wrap("get "+k.String(), err)
 	}
 	if out.Item == nil {
 		return inbox.Event{}, fmt.Errorf("get %s: %w", k, inbox.ErrNotFound)
@@ -182,31 +253,60 @@ func (s *Store) Get(ctx context.Context, k inbox.Key, now time.Time) (inbox.Even
 	if err != nil {
 		return inbox.Event{}, err
 	}
-	if !e.ExpiresAt.IsZero() && e.ExpiresAt.Before(now) {
+	if expired(e, now) {
 		return inbox.Event{}, fmt.Errorf("get %s: expired: %w", k, inbox.ErrNotFound)
 	}
 	return e, nil
 }
 
+func expired(e inbox.Event, now time.Time) bool {
+	return !e.ExpiresAt.IsZero() && e.ExpiresAt.Before(now)
+}
+
+// refused explains why a conditional write on an event did not apply, from
+// the item as it was: inbox.ErrNotFound (absent or expired),
+// inbox.ErrAlreadyProcessed, inbox.ErrDead, or else inbox.ErrClaimed
+// (another worker's live lease). The event is returned when there is one.
+func refused(op string, k inbox.Key, old map[string]types.AttributeValue, now time.Time) (inbox.Event, error) {
+	if old == nil {
+		return inbox.Event{}, fmt.Errorf("%s %s: %w", op, k, inbox.ErrNotFound)
+	}
+	ev, err := decode(old)
+	if err != nil {
+		return inbox.Event{}, fmt.Errorf("%s %s: %w", op, k, err)
+	}
+	switch {
+	case expired(ev, now):
+		return inbox.Event{}, fmt.Errorf("%s %s: expired: %w", op, k, inbox.ErrNotFound)
+	case ev.Status == inbox.StatusProcessed:
+		return ev, fmt.Errorf("%s %s: %w", op, k, inbox.ErrAlreadyProcessed)
+	case ev.Status == inbox.StatusDead:
+		return ev, fmt.Errorf("%s %s: %w", op, k, inbox.ErrDead)
+	}
+	return ev, fmt.Errorf("%s %s: held by %s until %s: %w", op, k, ev.LeaseOwner, ts(ev.LeaseUntil), inbox.ErrClaimed)
+}
+
 // Claim takes a lease on the event for owner until leaseUntil and counts an
-// attempt. An event whose TTL has passed counts as absent. It succeeds for events that are received, failed or dead, and for
-// events in processing whose lease has expired (a crashed worker). It
+// attempt. It succeeds for events that are received or failed, and for
+// events in processing whose lease has expired (a crashed worker). A dead
+// event is final (inbox.ErrDead) until an operator revives it. Otherwise it
 // returns inbox.ErrAlreadyProcessed, inbox.ErrClaimed (another live lease)
-// or inbox.ErrNotFound otherwise.
+// or inbox.ErrNotFound (absent or expired), with the stored event where
+// there is one. While leased the event is due at leaseUntil: the sweep
+// leaves it alone until then.
 func (s *Store) Claim(ctx context.Context, k inbox.Key, owner string, now, leaseUntil time.Time) (inbox.Event, error) {
 	out, err := s.api.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 		TableName:        &s.table,
 		Key:              map[string]types.AttributeValue{"pk": str(pk(k))},
-		UpdateExpression: aws.String("SET #status = :processing, lease_owner = :owner, lease_until = :until, attempts = if_not_exists(attempts, :zero) + :one, updated_at = :now"),
+		UpdateExpression: aws.String("SET #status = :processing, lease_owner = :owner, lease_until = :until, due_ms = :until, attempts = if_not_exists(attempts, :zero) + :one, updated_at = :now"),
 		ConditionExpression: aws.String("attribute_exists(pk) AND " +
 			"(attribute_not_exists(expires_at) OR expires_at >= :nows) AND " +
-			"(#status IN (:received, :failed, :dead) OR (#status = :processing AND lease_until < :nowms))"),
+			"(#status IN (:received, :failed) OR (#status = :processing AND lease_until < :nowms))"),
 		ExpressionAttributeNames: map[string]string{"#status": "status"},
 		ExpressionAttributeValues: map[string]types.AttributeValue{
 			":processing": str(string(inbox.StatusProcessing)),
 			":received":   str(string(inbox.StatusReceived)),
 			":failed":     str(string(inbox.StatusFailed)),
-			":dead":       str(string(inbox.StatusDead)),
 			":owner":      str(owner),
 			":until":      num(leaseUntil.UnixMilli()),
 			":nowms":      num(now.UnixMilli()),
@@ -221,31 +321,34 @@ func (s *Store) Claim(ctx context.Context, k inbox.Key, owner string, now, lease
 	var ccf *types.ConditionalCheckFailedException
 	switch {
 	case errors.As(err, &ccf):
-		if ccf.Item == nil {
-			return inbox.Event{}, fmt.Errorf("claim %s: %w", k, inbox.ErrNotFound)
-		}
-		old, derr := decode(ccf.Item)
-		if derr != nil {
-			return inbox.Event{}, fmt.Errorf("claim %s: %w", k, derr)
-		}
-		if !old.ExpiresAt.IsZero() && old.ExpiresAt.Before(now) {
-			return inbox.Event{}, fmt.Errorf("claim %s: expired: %w", k, inbox.ErrNotFound)
-		}
-		if old.Status == inbox.StatusProcessed {
-			return old, fmt.Errorf("claim %s: %w", k, inbox.ErrAlreadyProcessed)
-		}
-		return old, fmt.Errorf("claim %s: held by %s until %s: %w", k, old.LeaseOwner, ts(old.LeaseUntil), inbox.ErrClaimed)
+		return refused("claim", k, ccf.Item, now)
 	case err != nil:
-		return inbox.Event{}, unavailable("claim "+k.String(), err)
+		return inbox.Event{}, awserr.Wrap("claim "+k.String(), err)
 	}
 	return decode(out.Attributes)
 }
 
+// Commit conflicts are retried inside Complete this many times, after a
+// short jittered pause, before they cost the message a receive.
+const (
+	conflictRetries = 3
+	conflictPause   = 25 * time.Millisecond
+)
+
 // Complete commits a claimed event in one transaction: every effect record
 // of plan is written only if it does not exist yet, and the event becomes
-// processed with outcome — only while owner still holds the lease. If some
-// records exist already, nothing is written and an *effects.ExistsError
-// names them; if the lease was lost, the error wraps inbox.ErrLeaseLost.
+// processed with outcome — only while owner still holds the lease (the
+// owner token is the commit's fence: a worker whose lease was taken over
+// cannot commit, whatever its clock says). The event leaves the unfinished
+// index and expires after the store's retention.
+//
+// If some records exist already, nothing is written and an
+// *effects.ExistsError names them. If the event is processed already (an
+// earlier commit of this worker whose answer was lost) the error wraps
+// inbox.ErrAlreadyProcessed; if the lease was lost, inbox.ErrLeaseLost. A
+// transaction DynamoDB refuses as invalid wraps inbox.ErrInvalid;
+// conflicts with concurrent transactions are retried a few times and then
+// wrap inbox.ErrUnavailable like any outage.
 func (s *Store) Complete(ctx context.Context, ev inbox.Event, owner string, plan effects.Plan, outcome inbox.Outcome, now time.Time) error {
 	items := make([]types.TransactWriteItem, 0, len(plan.Records)+1)
 	for _, r := range plan.Records {
@@ -271,7 +374,7 @@ func (s *Store) Complete(ctx context.Context, ev inbox.Event, owner string, plan
 	items = append(items, types.TransactWriteItem{Update: &types.Update{
 		TableName:                &s.table,
 		Key:                      map[string]types.AttributeValue{"pk": str(pk(ev.Key))},
-		UpdateExpression:         aws.String("SET #status = :processed, outcome = :outcome, processed_at = :now, updated_at = :now REMOVE lease_owner, lease_until"),
+		UpdateExpression:         aws.String("SET #status = :processed, outcome = :outcome, processed_at = :now, updated_at = :now, expires_at = :expires REMOVE lease_owner, lease_until, sweep_shard, due_ms"),
 		ConditionExpression:      aws.String("#status = :processing AND lease_owner = :owner"),
 		ExpressionAttributeNames: map[string]string{"#status": "status"},
 		ExpressionAttributeValues: map[string]types.AttributeValue{
@@ -280,26 +383,59 @@ func (s *Store) Complete(ctx context.Context, ev inbox.Event, owner string, plan
 			":outcome":    str(string(outcome)),
 			":owner":      str(owner),
 			":now":        str(ts(now)),
+			":expires":    num(now.Add(s.retention).Unix()),
 		},
+		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
 	}})
-	_, err := s.api.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: items})
-	var tce *types.TransactionCanceledException
-	switch {
-	case errors.As(err, &tce):
-		return cancelled(ev.Key, plan, tce)
-	case err != nil:
-		return unavailable("complete "+ev.Key.String(), err)
+	for try := 0; ; try++ {
+		_, err := s.api.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: items})
+		if err == nil {
+			return nil
+		}
+		err = cancelled(ev.Key, plan, err)
+		if !errors.Is(err, errConflict) || try == conflictRetries {
+			return err
+		}
+		pause := conflictPause << try
+		if serr := s.sleep(ctx, pause/2+rand.N(pause/2+1)); serr != nil {
+			return err
+		}
 	}
-	return nil
 }
 
-// cancelled reads a transaction's cancellation reasons, which come in the
-// order of the transaction's items: the plan's records, then the event.
-func cancelled(k inbox.Key, plan effects.Plan, tce *types.TransactionCanceledException) error {
+// errConflict marks a transaction cancelled by a concurrent one on the same
+// items: worth an immediate retry.
+var errConflict = errors.New("transaction conflict")
+
+// cancelled classifies a failed transaction. Its cancellation reasons come
+// in the order of the transaction's items: the plan's records, then the
+// event.
+func cancelled(k inbox.Key, plan effects.Plan, err error) error {
+	op := "complete " + k.String()
+	var tce *types.TransactionCanceledException
+	if !errors.As(err, &tce) {
+		var conflict *types.TransactionConflictException
+		if errors.As(err, &conflict) {
+			return fmt.Errorf("%s: %w: %w: %w", op, inbox.ErrUnavailable, errConflict, err)
+		}
+		return awserr.Wrap(op, err)
+	}
 	reasons := tce.CancellationReasons
 	n := len(plan.Records)
-	if len(reasons) == n+1 && aws.ToString(reasons[n].Code) == "ConditionalCheckFailed" {
-		return fmt.Errorf("complete %s: %w", k, inbox.ErrLeaseLost)
+	codes := make(map[string]bool, len(reasons))
+	for _, r := range reasons {
+		codes[aws.ToString(r.Code)] = true
+	}
+	switch {
+	case codes["ValidationError"]:
+		return fmt.Errorf("%s: %w: %w", op, inbox.ErrInvalid, tce)
+	case len(reasons) == n+1 && aws.ToString(reasons[n].Code) == "ConditionalCheckFailed":
+		if old := reasons[n].Item; old != nil {
+			if ev, derr := decode(old); derr == nil && ev.Status == inbox.StatusProcessed {
+				return fmt.Errorf("%s: %w", op, inbox.ErrAlreadyProcessed)
+			}
+		}
+		return fmt.Errorf("%s: %w", op, inbox.ErrLeaseLost)
 	}
 	var exists []string
 	for i := 0; i < n && i < len(reasons); i++ {
@@ -308,41 +444,241 @@ func cancelled(k inbox.Key, plan effects.Plan, tce *types.TransactionCanceledExc
 		}
 	}
 	if len(exists) > 0 {
-		return fmt.Errorf("complete %s: %w", k, &effects.ExistsError{IDs: exists})
+		return fmt.Errorf("%s: %w", op, &effects.ExistsError{IDs: exists})
 	}
-	// Conflicts with a concurrent transaction, throttling: retry later.
-	return unavailable("complete "+k.String(), tce)
+	if codes["TransactionConflict"] {
+		return fmt.Errorf("%s: %w: %w: %w", op, inbox.ErrUnavailable, errConflict, tce)
+	}
+	// Throttling, a transient internal error: retry later.
+	return fmt.Errorf("%s: %w: %w", op, inbox.ErrUnavailable, tce)
 }
 
-// Fail records a failed attempt while owner holds the lease: the event
-// becomes failed (to be retried) or dead (no retry left, or a permanent
-// error), with the error text kept for operators. The lease is released.
-func (s *Store) Fail(ctx context.Context, k inbox.Key, owner string, status inbox.Status, cause string, now time.Time) error {
-	if len(cause) > 1024 {
-		cause = cause[:1024]
+// maxCause bounds the error text kept on an event.
+const maxCause = 1024
+
+// Fail records a failed attempt: the event becomes failed (due back at
+// f.RetryAt) or dead (out of the unfinished index, kept for at least
+// MaxMessageRetention, f.MessageID recorded as the message that killed
+// it), with the cause kept for operators and any lease released.
+//
+// It applies while f.Owner holds the lease, or while nobody holds a live
+// one: a worker whose claim failed may still record the attempt, but never
+// over another worker's live lease. Otherwise it returns, with the stored
+// event, inbox.ErrClaimed, inbox.ErrAlreadyProcessed, inbox.ErrDead or
+// inbox.ErrNotFound.
+func (s *Store) Fail(ctx context.Context, k inbox.Key, f inbox.Failure, now time.Time) (inbox.Event, error) {
+	cause := f.Cause
+	if len(cause) > maxCause {
+		cause = cause[:maxCause]
 	}
-	_, err := s.api.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+	owner := f.Owner
+	if owner == "" {
+		owner = "-" // matches no lease
+	}
+	values := map[string]types.AttributeValue{
+		":status":     str(string(f.Status)),
+		":processing": str(string(inbox.StatusProcessing)),
+		":received":   str(string(inbox.StatusReceived)),
+		":failed":     str(string(inbox.StatusFailed)),
+		":cause":      str(cause),
+		":owner":      str(owner),
+		":now":        str(ts(now)),
+		":nowms":      num(now.UnixMilli()),
+		":nows":       num(now.Unix()),
+	}
+	var update string
+	switch f.Status {
+	case inbox.StatusFailed:
+		due := f.RetryAt
+		if due.IsZero() {
+			due = now
+		}
+		update = "SET #status = :status, last_error = :cause, updated_at = :now, due_ms = :due REMOVE lease_owner, lease_until"
+		values[":due"] = num(due.UnixMilli())
+	case inbox.StatusDead:
+		update = "SET #status = :status, last_error = :cause, updated_at = :now, dead_by = :by, expires_at = :expires REMOVE lease_owner, lease_until, sweep_shard, due_ms"
+		values[":by"] = str(f.MessageID)
+		values[":expires"] = num(now.Add(max(s.retention, MaxMessageRetention)).Unix())
+	default:
+		return inbox.Event{}, fmt.Errorf("fail %s: status %q is not failed or dead", k, f.Status)
+	}
+	out, err := s.api.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName:        &s.table,
+		Key:              map[string]types.AttributeValue{"pk": str(pk(k))},
+		UpdateExpression: aws.String(update),
+		ConditionExpression: aws.String("attribute_exists(pk) AND " +
+			"(attribute_not_exists(expires_at) OR expires_at >= :nows) AND " +
+			"(#status IN (:received, :failed) OR (#status = :processing AND (lease_owner = :owner OR lease_until < :nowms)))"),
+		ExpressionAttributeNames:            map[string]string{"#status": "status"},
+		ExpressionAttributeValues:           values,
+		ReturnValues:                        types.ReturnValueAllNew,
+		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
+	})
+	var ccf *types.ConditionalCheckFailedException
+	switch {
+	case errors.As(err, &ccf):
+		return refused("fail", k, ccf.Item, now)
+	case err != nil:
+		return inbox.Event{}, awserr.Wrap("fail "+k.String(), err)
+	}
+	return decode(out.Attributes)
+}
+
+// Revive makes a dead event retryable again, the operator's deliberate act
+// (replay): it becomes failed, due at once, back in the unfinished index
+// with no expiry; attempts and the last error are kept. An event that is
+// not dead is left as it is and returned with inbox.ErrAlreadyProcessed
+// when processed, or with no error when it is unfinished already;
+// inbox.ErrNotFound when there is none.
+func (s *Store) Revive(ctx context.Context, k inbox.Key, now time.Time) (inbox.Event, error) {
+	out, err := s.api.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 		TableName:                &s.table,
 		Key:                      map[string]types.AttributeValue{"pk": str(pk(k))},
-		UpdateExpression:         aws.String("SET #status = :status, last_error = :cause, updated_at = :now REMOVE lease_owner, lease_until"),
-		ConditionExpression:      aws.String("#status = :processing AND lease_owner = :owner"),
+		UpdateExpression:         aws.String("SET #status = :failed, updated_at = :now, sweep_shard = :shard, due_ms = :nowms REMOVE expires_at, dead_by"),
+		ConditionExpression:      aws.String("attribute_exists(pk) AND #status = :dead"),
 		ExpressionAttributeNames: map[string]string{"#status": "status"},
 		ExpressionAttributeValues: map[string]types.AttributeValue{
-			":status":     str(string(status)),
-			":processing": str(string(inbox.StatusProcessing)),
-			":cause":      str(cause),
-			":owner":      str(owner),
-			":now":        str(ts(now)),
+			":failed": str(string(inbox.StatusFailed)),
+			":dead":   str(string(inbox.StatusDead)),
+			":now":    str(ts(now)),
+			":nowms":  num(now.UnixMilli()),
+			":shard":  str(shard(k)),
+		},
+		ReturnValues:                        types.ReturnValueAllNew,
+		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
+	})
+	var ccf *types.ConditionalCheckFailedException
+	switch {
+	case errors.As(err, &ccf):
+		ev, rerr := refused("revive", k, ccf.Item, now)
+		if errors.Is(rerr, inbox.ErrClaimed) {
+			return ev, nil // unfinished already: nothing to revive
+		}
+		return ev, rerr
+	case err != nil:
+		return inbox.Event{}, awserr.Wrap("revive "+k.String(), err)
+	}
+	return decode(out.Attributes)
+}
+
+// Pending is an unfinished event as the unfinished index shows it.
+type Pending struct {
+	Key        inbox.Key
+	Status     inbox.Status
+	ReceivedAt time.Time
+	DueAt      time.Time
+}
+
+// Overdue lists up to limit unfinished events that were due before cutoff
+// (received, failed or leased and not touched since), oldest receipt first
+// within each shard, reading only the unfinished index.
+func (s *Store) Overdue(ctx context.Context, cutoff time.Time, limit int) ([]Pending, error) {
+	var out []Pending
+	for sh := 0; sh < SweepShards && len(out) < limit; sh++ {
+		var start map[string]types.AttributeValue
+		for len(out) < limit {
+			page, err := s.api.Query(ctx, &dynamodb.QueryInput{
+				TableName:              &s.table,
+				IndexName:              aws.String(UnfinishedIndex),
+				KeyConditionExpression: aws.String("sweep_shard = :shard AND received_ms < :cutoff"),
+				FilterExpression:       aws.String("due_ms < :cutoff"),
+				ExpressionAttributeValues: map[string]types.AttributeValue{
+					":shard":  str(strconv.Itoa(sh)),
+					":cutoff": num(cutoff.UnixMilli()),
+				},
+				ExclusiveStartKey: start,
+			})
+			if err != nil {
+				return out, awserr.Wrap("query unfinished", err)
+			}
+			for _, av := range page.Items {
+				p, err := pending(av)
+				if err != nil {
+					return out, err
+				}
+				out = append(out, p)
+				if len(out) == limit {
+					break
+				}
+			}
+			if page.LastEvaluatedKey == nil {
+				break
+			}
+			start = page.LastEvaluatedKey
+		}
+	}
+	return out, nil
+}
+
+// Oldest returns the unfinished event received first, and false when
+// there is none: one item read from each shard of the unfinished index.
+func (s *Store) Oldest(ctx context.Context) (Pending, bool, error) {
+	var oldest Pending
+	found := false
+	for sh := 0; sh < SweepShards; sh++ {
+		page, err := s.api.Query(ctx, &dynamodb.QueryInput{
+			TableName:                 &s.table,
+			IndexName:                 aws.String(UnfinishedIndex),
+			KeyConditionExpression:    aws.String("sweep_shard = :shard"),
+			ExpressionAttributeValues: map[string]types.AttributeValue{":shard": str(strconv.Itoa(sh))},
+			ScanIndexForward:          aws.Bool(true),
+			Limit:                     aws.Int32(1),
+		})
+		if err != nil {
+			return Pending{}, false, awserr.Wrap("query unfinished", err)
+		}
+		for _, av := range page.Items {
+			p, err := pending(av)
+			if err != nil {
+				return Pending{}, false, err
+			}
+			if !found || p.ReceivedAt.Before(oldest.ReceivedAt) {
+				oldest, found = p, true
+			}
+		}
+	}
+	return oldest, found, nil
+}
+
+func pending(av map[string]types.AttributeValue) (Pending, error) {
+	var it item
+	if err := attributevalue.UnmarshalMap(av, &it); err != nil {
+		return Pending{}, fmt.Errorf("decode index item: %w", err)
+	}
+	rest, ok := strings.CutPrefix(it.PK, eventPrefix)
+	if !ok {
+		return Pending{}, fmt.Errorf("index item %q: not an event", it.PK)
+	}
+	k, err := inbox.ParseKey(rest)
+	if err != nil {
+		return Pending{}, fmt.Errorf("index item: %w", err)
+	}
+	return Pending{Key: k, Status: inbox.Status(it.Status), ReceivedAt: time.UnixMilli(it.ReceivedMs), DueAt: time.UnixMilli(it.DueMs)}, nil
+}
+
+// Reschedule moves an unfinished event's due time from was to due, only
+// if nothing touched it since the sweep read it; it reports whether it
+// did. The sweep reschedules before it re-enqueues, so two sweeps never
+// both send the same event.
+func (s *Store) Reschedule(ctx context.Context, k inbox.Key, was, due time.Time) (bool, error) {
+	_, err := s.api.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName:           &s.table,
+		Key:                 map[string]types.AttributeValue{"pk": str(pk(k))},
+		UpdateExpression:    aws.String("SET due_ms = :due"),
+		ConditionExpression: aws.String("attribute_exists(sweep_shard) AND due_ms = :was"),
+		ExpressionAttributeValues: map[string]types.AttributeValue{
+			":due": num(due.UnixMilli()),
+			":was": num(was.UnixMilli()),
 		},
 	})
 	var ccf *types.ConditionalCheckFailedException
 	switch {
 	case errors.As(err, &ccf):
-		return fmt.Errorf("fail %s: %w", k, inbox.ErrLeaseLost)
+		return false, nil
 	case err != nil:
-		return unavailable("fail "+k.String(), err)
+		return false, awserr.Wrap("reschedule "+k.String(), err)
 	}
-	return nil
+	return true, nil
 }
 
 // Effect returns the attributes of a stored effect record, or
@@ -356,7 +692,7 @@ func (s *Store) Effect(ctx context.Context, kind, key string) (map[string]any, e
 		ConsistentRead: aws.Bool(true),
 	})
 	if err != nil {
-		return nil, unavailable("get effect "+id, err)
+		return nil, awserr.Wrap("get effect "+id, err)
 	}
 	if out.Item == nil {
 		return nil, fmt.Errorf("effect %s: %w", id, inbox.ErrNotFound)

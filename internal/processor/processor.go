@@ -2,13 +2,24 @@
 // event with a lease, runs the event's handler, and commits the handler's
 // effect records together with the event's new status in one transaction.
 // Only the records that need another try are reported back to SQS.
+//
+// The invariant it keeps: every stored event ends processed or dead, and a
+// message reaches the dead-letter queue only when its event is dead. So at
+// a message's last receive a record is reported failed only when its event
+// is dead (SQS then moves the message to the DLQ). Anything else on that
+// receive — a live lease elsewhere, an unreachable store, a record the
+// invocation had no time to start — is acknowledged instead, and the event,
+// still unfinished, is left to the sweep, which re-enqueues it.
 package processor
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"log/slog"
+	mrand "math/rand/v2"
 	"strconv"
 	"time"
 
@@ -24,13 +35,19 @@ import (
 type Store interface {
 	Claim(ctx context.Context, k inbox.Key, owner string, now, leaseUntil time.Time) (inbox.Event, error)
 	Complete(ctx context.Context, ev inbox.Event, owner string, plan effects.Plan, outcome inbox.Outcome, now time.Time) error
-	Fail(ctx context.Context, k inbox.Key, owner string, status inbox.Status, cause string, now time.Time) error
+	Fail(ctx context.Context, k inbox.Key, f inbox.Failure, now time.Time) (inbox.Event, error)
 }
 
-// DeadLetters receives the messages of events that failed permanently, so
-// operators find every dead event in one place.
+// DeadLetters receives the messages of events that died, so operators find
+// every dead event in one place.
 type DeadLetters interface {
 	Send(ctx context.Context, body string) error
+}
+
+// Visibility delays a received message of the main queue: a failed record
+// comes back after its backoff rather than the queue's visibility timeout.
+type Visibility interface {
+	Delay(ctx context.Context, receiptHandle string, d time.Duration) error
 }
 
 // Routes maps a source kind and an event type to its handler. Events with
@@ -41,19 +58,43 @@ func (r Routes) lookup(kind, typ string) effects.Handler {
 	return r[kind][typ]
 }
 
+// Defaults of Config.
+const (
+	DefaultConcurrency = 10
+	DefaultMargin      = 5 * time.Second
+	DefaultRetryBase   = 30 * time.Second
+	DefaultRetryCap    = time.Hour
+	// MaxRetryCap is the longest SQS can hide a received message.
+	MaxRetryCap = 12 * time.Hour
+)
+
 // Config holds a Processor's collaborators.
 type Config struct {
 	Store       Store
 	DeadLetters DeadLetters
+	Visibility  Visibility
 	Routes      Routes
 	// MaxReceiveCount is the main queue's redrive maxReceiveCount: a failure
 	// on that receive is the last one, so the event is marked dead.
 	MaxReceiveCount int
+	// Concurrency bounds the records of a batch processed at once.
+	Concurrency int
+	// Margin is kept back before the invocation's deadline: no record is
+	// claimed and every handler's context ends this long before it, so the
+	// failures are recorded and the batch response returned in time. It is
+	// capped at a quarter of the time an invocation starts with.
+	Margin time.Duration
+	// RetryBase and RetryCap shape the backoff of a transient failure on
+	// receive n: a delay drawn from [d/2, d] with d = min(RetryCap,
+	// RetryBase·2^(n-1)).
+	RetryBase, RetryCap time.Duration
 	// Lease is how long a claim lasts when the context has no deadline.
 	// With a deadline (always, in Lambda) the lease ends shortly after it.
 	Lease  time.Duration
 	Logger *slog.Logger
 	Now    func() time.Time
+	// Rand returns a number in [0, 1) for the backoff's jitter.
+	Rand func() float64
 }
 
 // Processor is the processor Lambda's handler.
@@ -61,19 +102,43 @@ type Processor struct {
 	cfg Config
 }
 
-// New returns a processor; Store, DeadLetters, Routes and Logger are required.
+// New returns a processor; Store, DeadLetters, Visibility, Routes and
+// Logger are required.
 func New(cfg Config) (*Processor, error) {
-	if cfg.Store == nil || cfg.DeadLetters == nil || cfg.Routes == nil || cfg.Logger == nil {
+	if cfg.Store == nil || cfg.DeadLetters == nil || cfg.Visibility == nil || cfg.Routes == nil || cfg.Logger == nil {
 		return nil, errors.New("processor: incomplete config")
 	}
 	if cfg.MaxReceiveCount < 1 {
 		return nil, errors.New("processor: MaxReceiveCount must be at least 1")
+	}
+	if cfg.Concurrency == 0 {
+		cfg.Concurrency = DefaultConcurrency
+	}
+	if cfg.Margin == 0 {
+		cfg.Margin = DefaultMargin
+	}
+	if cfg.RetryBase == 0 {
+		cfg.RetryBase = DefaultRetryBase
+	}
+	if cfg.RetryCap == 0 {
+		cfg.RetryCap = DefaultRetryCap
+	}
+	switch {
+	case cfg.Concurrency < 1:
+		return nil, errors.New("processor: Concurrency must be at least 1")
+	case cfg.Margin < 0:
+		return nil, errors.New("processor: Margin must not be negative")
+	case cfg.RetryBase < time.Second || cfg.RetryCap < cfg.RetryBase || cfg.RetryCap > MaxRetryCap:
+		return nil, fmt.Errorf("processor: want 1s <= RetryBase (%s) <= RetryCap (%s) <= %s", cfg.RetryBase, cfg.RetryCap, MaxRetryCap)
 	}
 	if cfg.Lease <= 0 {
 		cfg.Lease = time.Minute
 	}
 	if cfg.Now == nil {
 		cfg.Now = time.Now
+	}
+	if cfg.Rand == nil {
+		cfg.Rand = mrand.Float64
 	}
 	return &Processor{cfg: cfg}, nil
 }
@@ -86,21 +151,127 @@ const leaseMargin = 10 * time.Second
 // Record outcomes beyond inbox.Outcome, for logs.
 const (
 	logAlreadyProcessed = "already_processed"
+	logAlreadyDead      = "already_dead"
 	logClaimed          = "claimed_elsewhere"
+	logLeaseLost        = "lease_lost"
 	logRetry            = "retry"
 	logDead             = "dead"
 	logPoison           = "poison"
 	logOrphan           = "orphan"
+	logUnstarted        = "unstarted"
+	logUnfinished       = "unfinished"
+	logToSweep          = "left_to_sweep"
 )
 
-// Handle processes an SQS batch and reports the records to retry. It never
-// fails the whole batch for one record.
+// invocation is what the records of one batch share.
+type invocation struct {
+	// ownerPrefix is unique per invocation: the Lambda request id, or a
+	// random token where there is none.
+	ownerPrefix string
+	leaseUntil  func(now time.Time) time.Time
+	// stop is when claiming stops and handlers are cancelled; report is
+	// when the batch response is returned, whatever is still running.
+	hasDeadline  bool
+	stop, report time.Time
+}
+
+func (p *Processor) invocation(ctx context.Context) invocation {
+	inv := invocation{ownerPrefix: obs.RequestID(ctx)}
+	if inv.ownerPrefix == "" {
+		var b [8]byte
+		_, _ = rand.Read(b[:])
+		inv.ownerPrefix = "worker-" + hex.EncodeToString(b[:])
+	}
+	deadline, ok := ctx.Deadline()
+	if !ok {
+		inv.leaseUntil = func(now time.Time) time.Time { return now.Add(p.cfg.Lease) }
+		return inv
+	}
+	inv.leaseUntil = func(time.Time) time.Time { return deadline.Add(leaseMargin) }
+	margin := min(p.cfg.Margin, time.Until(deadline)/4)
+	inv.hasDeadline = true
+	inv.stop = deadline.Add(-margin)
+	inv.report = deadline.Add(-margin / 5)
+	return inv
+}
+
+// recordResult is what became of one record.
+type recordResult struct {
+	key       inbox.Key
+	eventType string
+	outcome   string
+	// retry reports the record as a batch item failure: SQS delivers it
+	// again (after the delay the record set), or moves it to the DLQ.
+	retry bool
+	err   error
+}
+
+type finished struct {
+	i   int
+	res recordResult
+}
+
+// Handle processes an SQS batch, Concurrency records at a time, and reports
+// the records to retry. It never fails the whole batch for one record, and
+// it returns before the invocation's deadline: records it had no time to
+// start or finish are reported for retry (acknowledged on their last
+// receive, for the sweep).
 func (p *Processor) Handle(ctx context.Context, e events.SQSEvent) (events.SQSEventResponse, error) {
-	var resp events.SQSEventResponse
 	log := obs.WithRequest(ctx, p.cfg.Logger)
-	for _, rec := range e.Records {
-		start := p.cfg.Now()
-		res := p.record(ctx, rec)
+	inv := p.invocation(ctx)
+	work, cancel := context.WithCancel(ctx)
+	book := context.WithoutCancel(ctx)
+	var report <-chan time.Time
+	if inv.hasDeadline {
+		var cancelBook context.CancelFunc
+		work, cancel = context.WithDeadline(ctx, inv.stop)
+		book, cancelBook = context.WithDeadline(book, inv.report)
+		defer cancelBook()
+		t := time.NewTimer(time.Until(inv.report))
+		defer t.Stop()
+		report = t.C
+	}
+	defer cancel()
+
+	n := len(e.Records)
+	results := make([]*recordResult, n)
+	starts := make([]time.Time, n)
+	done := make(chan finished, n)
+	sem := make(chan struct{}, p.cfg.Concurrency)
+	started := 0
+launch:
+	for i, rec := range e.Records {
+		select {
+		case sem <- struct{}{}:
+		case <-work.Done():
+			break launch
+		}
+		if work.Err() != nil {
+			break
+		}
+		started++
+		starts[i] = p.cfg.Now()
+		go func() {
+			defer func() { <-sem }()
+			done <- finished{i, p.record(work, book, inv, rec)}
+		}()
+	}
+collect:
+	for range started {
+		select {
+		case f := <-done:
+			results[f.i] = &f.res
+		case <-report:
+			break collect
+		}
+	}
+
+	var resp events.SQSEventResponse
+	for i, rec := range e.Records {
+		res := results[i]
+		if res == nil {
+			res = p.cutOff(rec, !starts[i].IsZero())
+		}
 		attrs := []any{
 			"message_id", rec.MessageId,
 			"receive_count", rec.Attributes["ApproximateReceiveCount"],
@@ -108,7 +279,9 @@ func (p *Processor) Handle(ctx context.Context, e events.SQSEvent) (events.SQSEv
 			"event_key", res.key.String(),
 			"event_type", res.eventType,
 			"outcome", res.outcome,
-			"duration_ms", float64(p.cfg.Now().Sub(start).Microseconds()) / 1000,
+		}
+		if !starts[i].IsZero() {
+			attrs = append(attrs, "duration_ms", float64(p.cfg.Now().Sub(starts[i]).Microseconds())/1000)
 		}
 		if res.err != nil {
 			attrs = append(attrs, "error", res.err.Error())
@@ -126,63 +299,122 @@ func (p *Processor) Handle(ctx context.Context, e events.SQSEvent) (events.SQSEv
 	return resp, nil
 }
 
-type recordResult struct {
-	key       inbox.Key
-	eventType string
-	outcome   string
-	retry     bool
-	err       error
-}
-
-func (p *Processor) record(ctx context.Context, rec events.SQSMessage) recordResult {
-	msg, err := inbox.DecodeMessage(rec.Body)
-	if err != nil {
-		// Not a message of ours: keep it (it reaches the DLQ after the
-		// redrive limit) rather than drop what we cannot read.
-		return recordResult{outcome: logPoison, retry: true, err: err}
+// cutOff is the result of a record the invocation's deadline stopped:
+// never started, or still running when the batch response was due. It is
+// retried, except on its last receive, where a failure would put its
+// message in the DLQ while its event is not dead: there it is acknowledged
+// and its event left to the sweep (a running handler is cancelled and
+// commits nothing; its lease ends shortly after the deadline).
+func (p *Processor) cutOff(rec events.SQSMessage, started bool) *recordResult {
+	res := &recordResult{outcome: logUnstarted, retry: true, err: errors.New("not started before the invocation's deadline margin")}
+	if started {
+		res.outcome, res.err = logUnfinished, errors.New("still running at the invocation's deadline margin")
 	}
-	k := msg.Key
-	now := p.cfg.Now()
-	owner := p.owner(ctx, rec)
-	ev, err := p.cfg.Store.Claim(ctx, k, owner, now, p.leaseUntil(ctx, now))
-	switch {
-	case errors.Is(err, inbox.ErrAlreadyProcessed):
-		return recordResult{key: k, eventType: ev.Type, outcome: logAlreadyProcessed}
-	case errors.Is(err, inbox.ErrClaimed):
-		return recordResult{key: k, eventType: ev.Type, outcome: logClaimed, retry: true, err: err}
-	case errors.Is(err, inbox.ErrNotFound):
-		return recordResult{key: k, outcome: logOrphan, retry: true, err: err}
-	case err != nil:
-		return recordResult{key: k, outcome: logRetry, retry: true, err: err}
+	if msg, err := inbox.DecodeMessage(rec.Body); err == nil {
+		res.key = msg.Key
 	}
-	res := recordResult{key: k, eventType: ev.Type}
-
-	h := p.cfg.Routes.lookup(ev.Kind, ev.Type)
-	var plan effects.Plan
-	outcome := inbox.OutcomeIgnored
-	if h != nil {
-		plan, err = h(ctx, ev)
-		if err == nil {
-			err = plan.Validate()
-			if err != nil {
-				err = effects.Permanent(fmt.Errorf("invalid plan: %w", err))
-			}
-		}
-		if err != nil {
-			return p.failed(ctx, rec, ev, owner, res, err)
-		}
-		outcome = inbox.OutcomeApplied
-	}
-	outcome, err = p.commit(ctx, ev, owner, plan, outcome)
-	switch {
-	case errors.Is(err, inbox.ErrLeaseLost):
-		res.outcome, res.retry, res.err = logRetry, true, err
-	case err != nil:
-		return p.failed(ctx, rec, ev, owner, res, err)
-	default:
-		res.outcome = string(outcome)
+	if p.last(rec) {
+		res.outcome, res.retry = logToSweep, false
 	}
 	return res
+}
+
+func (p *Processor) receives(rec events.SQSMessage) int {
+	n, _ := strconv.Atoi(rec.Attributes["ApproximateReceiveCount"])
+	return max(n, 1)
+}
+
+func (p *Processor) last(rec events.SQSMessage) bool {
+	return p.receives(rec) >= p.cfg.MaxReceiveCount
+}
+
+// record processes one record. work ends at the deadline margin; book
+// outlives it, for recording what happened before the response is due.
+func (p *Processor) record(work, book context.Context, inv invocation, rec events.SQSMessage) recordResult {
+	msg, err := inbox.DecodeMessage(rec.Body)
+	if err != nil {
+		// Not a message of ours: straight to the DLQ for an operator,
+		// rather than dropped or retried for nothing.
+		res := recordResult{outcome: logPoison, err: err}
+		if derr := p.cfg.DeadLetters.Send(book, rec.Body); derr != nil {
+			res.retry, res.err = true, fmt.Errorf("%w; sending to DLQ: %w", err, derr)
+		}
+		return res
+	}
+	k := msg.Key
+	owner := inv.ownerPrefix + "/" + rec.MessageId
+	now := p.cfg.Now()
+	ev, err := p.cfg.Store.Claim(work, k, owner, now, inv.leaseUntil(now))
+	res := recordResult{key: k, eventType: ev.Type}
+	switch {
+	case errors.Is(err, inbox.ErrAlreadyProcessed):
+		res.outcome = logAlreadyProcessed
+		return res
+	case errors.Is(err, inbox.ErrDead):
+		res.outcome = logAlreadyDead
+		if ev.DeadBy == rec.MessageId {
+			// This message made the event dead and its copy to the DLQ
+			// did not go through: send it now.
+			return p.toDLQ(book, rec, res, nil)
+		}
+		return res
+	case errors.Is(err, inbox.ErrNotFound):
+		// Nothing is stored under the key (never was, or expired long
+		// after it finished): no event to finish, nothing to retry.
+		res.outcome, res.err = logOrphan, err
+		return res
+	case errors.Is(err, inbox.ErrClaimed):
+		return p.claimedElsewhere(book, rec, ev, res, err)
+	case err != nil:
+		return p.failed(work, book, rec, k, owner, res, err)
+	}
+
+	plan, outcome, err := p.plan(work, ev)
+	if err != nil {
+		return p.failed(work, book, rec, k, owner, res, err)
+	}
+	outcome, err = p.commit(work, ev, owner, plan, outcome)
+	switch {
+	case err == nil:
+		res.outcome = string(outcome)
+	case errors.Is(err, inbox.ErrAlreadyProcessed):
+		res.outcome = logAlreadyProcessed
+	case errors.Is(err, inbox.ErrLeaseLost):
+		// Another worker took the event over and answers for it now.
+		res.outcome, res.err = logLeaseLost, err
+		if !p.last(rec) {
+			res.retry = true
+			p.delay(book, rec, p.backoff(rec), &res)
+		}
+	default:
+		return p.failed(work, book, rec, k, owner, res, err)
+	}
+	return res
+}
+
+// plan runs the event's handler and checks its plan. A handler that
+// panics fails permanently: a panic is a bug that retrying repeats.
+func (p *Processor) plan(ctx context.Context, ev inbox.Event) (plan effects.Plan, outcome inbox.Outcome, err error) {
+	h := p.cfg.Routes.lookup(ev.Kind, ev.Type)
+	if h == nil {
+		return effects.Plan{}, inbox.OutcomeIgnored, nil
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = effects.Permanent(fmt.Errorf("handler panicked: %v", r))
+		}
+	}()
+	plan, err = h(ctx, ev)
+	if err != nil {
+		return effects.Plan{}, "", err
+	}
+	if err := plan.Validate(); err != nil {
+		return effects.Plan{}, "", effects.Permanent(fmt.Errorf("invalid plan: %w", err))
+	}
+	if len(plan.Records) == 0 {
+		return plan, inbox.OutcomeIgnored, nil
+	}
+	return plan, inbox.OutcomeApplied, nil
 }
 
 // commit writes the plan and marks the event processed. Records another
@@ -204,51 +436,126 @@ func (p *Processor) commit(ctx context.Context, ev inbox.Event, owner string, pl
 	return outcome, errors.New("commit: effect conflicts did not settle")
 }
 
-// failed records a failed attempt. Permanent errors and the last allowed
-// receive make the event dead; a permanent error's message goes to the DLQ
-// at once instead of being retried.
-func (p *Processor) failed(ctx context.Context, rec events.SQSMessage, ev inbox.Event, owner string, res recordResult, cause error) recordResult {
-	permanent := effects.IsPermanent(cause)
-	receives, _ := strconv.Atoi(rec.Attributes["ApproximateReceiveCount"])
-	last := receives >= p.cfg.MaxReceiveCount
-	status := inbox.StatusFailed
-	if permanent || last {
-		status = inbox.StatusDead
-	}
-	res.err = cause
-	if err := p.cfg.Store.Fail(ctx, ev.Key, owner, status, cause.Error(), p.cfg.Now()); err != nil {
-		res.outcome, res.retry, res.err = logRetry, true, fmt.Errorf("%w; recording failure: %w", cause, err)
+// claimedElsewhere handles a live lease of another worker: that worker
+// answers for the event. The record comes back once the lease has ended;
+// on its last receive it is acknowledged (the holder's own message, or the
+// sweep, covers the event if the holder crashes).
+func (p *Processor) claimedElsewhere(book context.Context, rec events.SQSMessage, ev inbox.Event, res recordResult, err error) recordResult {
+	res.outcome, res.err = logClaimed, err
+	if p.last(rec) {
 		return res
 	}
-	if !permanent {
-		res.outcome, res.retry = logRetry, true
-		if last {
-			res.outcome = logDead
-		}
-		return res
-	}
-	if err := p.cfg.DeadLetters.Send(ctx, rec.Body); err != nil {
-		// The event is dead in the table; keep the message until the DLQ
-		// takes it, so it is never lost from operators' view.
-		res.outcome, res.retry, res.err = logRetry, true, fmt.Errorf("%w; sending to DLQ: %w", cause, err)
-		return res
-	}
-	res.outcome = logDead
+	res.retry = true
+	wait := ev.LeaseUntil.Sub(p.cfg.Now()) + time.Second
+	p.delay(book, rec, min(max(wait, time.Second), p.cfg.RetryCap), &res)
 	return res
 }
 
-func (p *Processor) leaseUntil(ctx context.Context, now time.Time) time.Time {
-	if d, ok := ctx.Deadline(); ok {
-		return d.Add(leaseMargin)
+// failed records a failed attempt. A permanent error, and any error on the
+// last receive, makes the event dead and copies its message to the DLQ;
+// any other comes back after a backoff.
+func (p *Processor) failed(work, book context.Context, rec events.SQSMessage, k inbox.Key, owner string, res recordResult, cause error) recordResult {
+	if work.Err() != nil && errors.Is(cause, work.Err()) {
+		cause = fmt.Errorf("abandoned at the invocation's deadline margin: %w", cause)
 	}
-	return now.Add(p.cfg.Lease)
+	permanent := effects.IsPermanent(cause) || errors.Is(cause, inbox.ErrInvalid)
+	last := p.last(rec)
+	res.err = cause
+	now := p.cfg.Now()
+	if permanent || last {
+		ev, err := p.cfg.Store.Fail(book, k, inbox.Failure{Owner: owner, Status: inbox.StatusDead, Cause: cause.Error(), MessageID: rec.MessageId}, now)
+		switch {
+		case err == nil:
+			res.outcome = logDead
+			return p.toDLQ(book, rec, res, cause)
+		case errors.Is(err, inbox.ErrAlreadyProcessed):
+			res.outcome = logAlreadyProcessed
+		case errors.Is(err, inbox.ErrDead):
+			res.outcome = logAlreadyDead
+			if ev.DeadBy == rec.MessageId {
+				return p.toDLQ(book, rec, res, cause)
+			}
+		case errors.Is(err, inbox.ErrNotFound):
+			res.outcome = logOrphan
+		case errors.Is(err, inbox.ErrClaimed):
+			return p.claimedElsewhere(book, rec, ev, res, fmt.Errorf("%w; marking dead: %w", cause, err))
+		case last:
+			// The event cannot be marked dead now; a failure would move
+			// its message to the DLQ while it is not. The sweep brings it
+			// back once the store answers.
+			res.outcome, res.err = logToSweep, fmt.Errorf("%w; marking dead: %w", cause, err)
+		default:
+			res.outcome, res.retry, res.err = logRetry, true, fmt.Errorf("%w; marking dead: %w", cause, err)
+			p.delay(book, rec, p.backoff(rec), &res)
+		}
+		return res
+	}
+	wait := p.backoff(rec)
+	ev, err := p.cfg.Store.Fail(book, k, inbox.Failure{Owner: owner, Status: inbox.StatusFailed, Cause: cause.Error(), RetryAt: now.Add(wait)}, now)
+	switch {
+	case errors.Is(err, inbox.ErrAlreadyProcessed):
+		res.outcome = logAlreadyProcessed
+		return res
+	case errors.Is(err, inbox.ErrDead):
+		res.outcome = logAlreadyDead
+		return res
+	case errors.Is(err, inbox.ErrNotFound):
+		res.outcome = logOrphan
+		return res
+	case errors.Is(err, inbox.ErrClaimed):
+		return p.claimedElsewhere(book, rec, ev, res, cause)
+	case err != nil:
+		res.err = fmt.Errorf("%w; recording failure: %w", cause, err)
+	}
+	res.outcome, res.retry = logRetry, true
+	p.delay(book, rec, wait, &res)
+	return res
 }
 
-// owner names this attempt: the invocation and the message.
-func (p *Processor) owner(ctx context.Context, rec events.SQSMessage) string {
-	id := obs.RequestID(ctx)
-	if id == "" {
-		id = "local"
+// toDLQ copies a dead event's message to the DLQ and acknowledges it. If
+// the DLQ does not take it, the record is retried at once: its next receive
+// finds the event dead by this message and sends it again, or SQS's
+// redrive moves it.
+func (p *Processor) toDLQ(book context.Context, rec events.SQSMessage, res recordResult, cause error) recordResult {
+	if err := p.cfg.DeadLetters.Send(book, rec.Body); err != nil {
+		res.retry = true
+		res.err = errors.Join(cause, fmt.Errorf("sending to DLQ: %w", err))
+		p.delay(book, rec, 0, &res)
 	}
-	return id + "/" + rec.MessageId
+	return res
+}
+
+// backoff is the delay before a record's next receive: exponential in the
+// receive count, capped, with jitter over its upper half. Full jitter
+// (anywhere in [0, d]) would let a few unlucky draws spend the whole
+// redrive budget in minutes; drawing from [d/2, d] keeps the spread and
+// guarantees the budget spans at least half its nominal window.
+func (p *Processor) backoff(rec events.SQSMessage) time.Duration {
+	d := p.cfg.RetryCap
+	if shift := p.receives(rec) - 1; shift < 32 {
+		d = min(d, p.cfg.RetryBase<<shift)
+	}
+	return d/2 + time.Duration(p.cfg.Rand()*float64(d/2))
+}
+
+// Window returns the shortest and longest time from a message's first
+// receive to its last under the backoff, with maxReceiveCount receives.
+func Window(base, limit time.Duration, maxReceiveCount int) (lo, hi time.Duration) {
+	for n := 1; n < maxReceiveCount; n++ {
+		d := limit
+		if n-1 < 32 {
+			d = min(d, base<<(n-1))
+		}
+		lo += d / 2
+		hi += d
+	}
+	return lo, hi
+}
+
+// delay hides the record's message for d; if that fails the message comes
+// back after the queue's visibility timeout instead, which only costs time.
+func (p *Processor) delay(book context.Context, rec events.SQSMessage, d time.Duration, res *recordResult) {
+	if err := p.cfg.Visibility.Delay(book, rec.ReceiptHandle, d); err != nil {
+		res.err = errors.Join(res.err, fmt.Errorf("delaying the retry: %w", err))
+	}
 }

@@ -7,43 +7,73 @@ import (
 	"fmt"
 	"log/slog"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
+	"github.com/aws/aws-lambda-go/lambdacontext"
 
 	"github.com/webhook-inbox/webhook-inbox/internal/effects"
 	"github.com/webhook-inbox/webhook-inbox/internal/inbox"
 )
 
 // fakeStore is a func-field fake for the processor's logic; the real
-// store's semantics are tested against DynamoDB in store_moto_test.go.
+// store's semantics are tested against DynamoDB in store_moto_test.go and
+// in inboxstore.
 type fakeStore struct {
-	claim    func(k inbox.Key) (inbox.Event, error)
+	claim    func(k inbox.Key, owner string) (inbox.Event, error)
 	complete func(plan effects.Plan, outcome inbox.Outcome) error
-	fails    []inbox.Status
-	failErr  error
+	fail     func(f inbox.Failure) (inbox.Event, error)
+
+	mu    sync.Mutex
+	fails []inbox.Failure
 }
 
-func (f *fakeStore) Claim(_ context.Context, k inbox.Key, _ string, _, _ time.Time) (inbox.Event, error) {
-	return f.claim(k)
+func (f *fakeStore) Claim(_ context.Context, k inbox.Key, owner string, _, _ time.Time) (inbox.Event, error) {
+	return f.claim(k, owner)
 }
 
-func (f *fakeStore) Complete(_ context.Context, _ inbox.Event, _ string, plan effects.Plan, outcome inbox.Outcome, _ time.Time) error {
+func (f *fakeStore) Complete(ctx context.Context, _ inbox.Event, _ string, plan effects.Plan, outcome inbox.Outcome, _ time.Time) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if f.complete == nil {
+		return errors.New("unexpected commit")
+	}
 	return f.complete(plan, outcome)
 }
 
-func (f *fakeStore) Fail(_ context.Context, _ inbox.Key, _ string, status inbox.Status, _ string, _ time.Time) error {
-	f.fails = append(f.fails, status)
-	return f.failErr
+func (f *fakeStore) Fail(_ context.Context, _ inbox.Key, fl inbox.Failure, _ time.Time) (inbox.Event, error) {
+	f.mu.Lock()
+	f.fails = append(f.fails, fl)
+	f.mu.Unlock()
+	if f.fail == nil {
+		return inbox.Event{Key: key, Status: fl.Status}, nil
+	}
+	return f.fail(fl)
+}
+
+func (f *fakeStore) statuses() []inbox.Status {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var out []inbox.Status
+	for _, fl := range f.fails {
+		out = append(out, fl.Status)
+	}
+	return out
 }
 
 type fakeDLQ struct {
+	mu   sync.Mutex
 	sent []string
 	err  error
 }
 
 func (d *fakeDLQ) Send(_ context.Context, body string) error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
 	if d.err != nil {
 		return d.err
 	}
@@ -51,33 +81,93 @@ func (d *fakeDLQ) Send(_ context.Context, body string) error {
 	return nil
 }
 
+// fakeVisibility records the delay set on each receipt handle.
+type fakeVisibility struct {
+	mu     sync.Mutex
+	delays map[string]time.Duration
+}
+
+func (v *fakeVisibility) Delay(_ context.Context, receiptHandle string, d time.Duration) error {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if v.delays == nil {
+		v.delays = map[string]time.Duration{}
+	}
+	v.delays[receiptHandle] = d
+	return nil
+}
+
+func (v *fakeVisibility) get(receiptHandle string) (time.Duration, bool) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	d, ok := v.delays[receiptHandle]
+	return d, ok
+}
+
 var key = inbox.Key{Source: "stripe", EventID: "evt_1"}
 
 func message(tb testing.TB, id string, receives int) events.SQSMessage {
 	tb.Helper()
-	body, err := inbox.EncodeMessage(key)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	return events.SQSMessage{MessageId: id, Body: body, Attributes: map[string]string{"ApproximateReceiveCount": fmt.Sprint(receives)}}
+	return messageFor(tb, id, key, receives)
 }
 
-func claimed(inbox.Key) (inbox.Event, error) {
-	return inbox.Event{Key: key, Kind: "stripe", Type: "invoice.paid", Status: inbox.StatusProcessing}, nil
-}
-
-func newProcessor(tb testing.TB, store *fakeStore, dlq *fakeDLQ, h effects.Handler) (*Processor, *bytes.Buffer) {
+func messageFor(tb testing.TB, id string, k inbox.Key, receives int) events.SQSMessage {
 	tb.Helper()
-	logs := &bytes.Buffer{}
-	p, err := New(Config{
-		Store: store, DeadLetters: dlq, MaxReceiveCount: 3,
-		Routes: Routes{"stripe": {"invoice.paid": h}},
-		Logger: slog.New(slog.NewJSONHandler(logs, nil)),
-	})
+	body, err := inbox.EncodeMessage(k)
 	if err != nil {
 		tb.Fatal(err)
 	}
-	return p, logs
+	return events.SQSMessage{MessageId: id, ReceiptHandle: "rh-" + id, Body: body, Attributes: map[string]string{"ApproximateReceiveCount": fmt.Sprint(receives)}}
+}
+
+func claimed(k inbox.Key, _ string) (inbox.Event, error) {
+	return inbox.Event{Key: k, Kind: "stripe", Type: "invoice.paid", Status: inbox.StatusProcessing}, nil
+}
+
+var testNow = time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
+
+type harness struct {
+	store *fakeStore
+	dlq   *fakeDLQ
+	vis   *fakeVisibility
+	logs  *bytes.Buffer
+	p     *Processor
+}
+
+func newHarness(tb testing.TB, store *fakeStore, h effects.Handler, opts ...func(*Config)) *harness {
+	tb.Helper()
+	hs := &harness{store: store, dlq: &fakeDLQ{}, vis: &fakeVisibility{}, logs: &bytes.Buffer{}}
+	cfg := Config{
+		Store: store, DeadLetters: hs.dlq, Visibility: hs.vis, MaxReceiveCount: 3,
+		Routes: Routes{"stripe": {"invoice.paid": h}},
+		Logger: syncLogger(hs.logs),
+		Now:    func() time.Time { return testNow },
+		Rand:   func() float64 { return 0.5 },
+	}
+	for _, o := range opts {
+		o(&cfg)
+	}
+	p, err := New(cfg)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	hs.p = p
+	return hs
+}
+
+type lockedWriter struct {
+	mu sync.Mutex
+	w  *bytes.Buffer
+}
+
+func (l *lockedWriter) Write(b []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(b)
+}
+
+func syncLogger(b *bytes.Buffer) *slog.Logger {
+	return slog.New(slog.NewJSONHandler(&lockedWriter{w: b}, nil))
 }
 
 func planOf(ids ...string) effects.Plan {
@@ -96,74 +186,119 @@ func failures(resp events.SQSEventResponse) []string {
 	return out
 }
 
+func handlerOf(plan effects.Plan, err error) effects.Handler {
+	return func(context.Context, inbox.Event) (effects.Plan, error) { return plan, err }
+}
+
+func claimErr(ev inbox.Event, err error) func(inbox.Key, string) (inbox.Event, error) {
+	return func(inbox.Key, string) (inbox.Event, error) { return ev, err }
+}
+
 func TestRecordOutcomes(t *testing.T) {
 	errBoom := errors.New("boom")
+	applied := func(effects.Plan, inbox.Outcome) error { return nil }
+	liveLease := inbox.Event{Key: key, Status: inbox.StatusProcessing, LeaseOwner: "other", LeaseUntil: testNow.Add(40 * time.Second)}
+	// Base 30 s, receive 1: a delay in [15 s, 30 s]; Rand 0.5 gives 22.5 s.
+	const backoff1 = 22500 * time.Millisecond
 	tests := []struct {
-		name        string
-		receives    int
-		claim       func(inbox.Key) (inbox.Event, error)
-		handler     effects.Handler
-		complete    func(effects.Plan, inbox.Outcome) error
-		dlqErr      error
+		name     string
+		receives int
+		claim    func(inbox.Key, string) (inbox.Event, error)
+		handler  effects.Handler
+		complete func(effects.Plan, inbox.Outcome) error
+		fail     func(inbox.Failure) (inbox.Event, error)
+		dlqErr   error
+
 		wantRetry   bool
 		wantFails   []inbox.Status
 		wantDLQ     int
+		wantDelay   time.Duration // -1: no delay set
 		wantOutcome string
 	}{
-		{name: "applied", receives: 1, claim: claimed,
-			handler:  func(context.Context, inbox.Event) (effects.Plan, error) { return planOf("a"), nil },
-			complete: func(p effects.Plan, o inbox.Outcome) error { return nil }, wantOutcome: "applied"},
-		{name: "already processed is acknowledged", receives: 1,
-			claim:       func(inbox.Key) (inbox.Event, error) { return inbox.Event{}, inbox.ErrAlreadyProcessed },
-			wantOutcome: "already_processed"},
-		{name: "claimed elsewhere is retried", receives: 1,
-			claim:     func(inbox.Key) (inbox.Event, error) { return inbox.Event{}, inbox.ErrClaimed },
-			wantRetry: true, wantOutcome: "claimed_elsewhere"},
-		{name: "orphan message is kept for the DLQ", receives: 1,
-			claim:     func(inbox.Key) (inbox.Event, error) { return inbox.Event{}, inbox.ErrNotFound },
-			wantRetry: true, wantOutcome: "orphan"},
-		{name: "store outage on claim is retried", receives: 1,
-			claim:     func(inbox.Key) (inbox.Event, error) { return inbox.Event{}, inbox.ErrUnavailable },
-			wantRetry: true, wantOutcome: "retry"},
-		{name: "transient handler error is retried", receives: 1, claim: claimed,
-			handler:   func(context.Context, inbox.Event) (effects.Plan, error) { return effects.Plan{}, errBoom },
-			wantRetry: true, wantFails: []inbox.Status{inbox.StatusFailed}, wantOutcome: "retry"},
-		{name: "transient error on the last receive marks dead", receives: 3, claim: claimed,
-			handler:   func(context.Context, inbox.Event) (effects.Plan, error) { return effects.Plan{}, errBoom },
-			wantRetry: true, wantFails: []inbox.Status{inbox.StatusDead}, wantOutcome: "dead"},
-		{name: "permanent error goes to the DLQ at once", receives: 1, claim: claimed,
-			handler: func(context.Context, inbox.Event) (effects.Plan, error) {
-				return effects.Plan{}, effects.Permanent(errBoom)
-			},
-			wantFails: []inbox.Status{inbox.StatusDead}, wantDLQ: 1, wantOutcome: "dead"},
-		{name: "permanent error with DLQ down is retried", receives: 1, claim: claimed, dlqErr: inbox.ErrUnavailable,
-			handler: func(context.Context, inbox.Event) (effects.Plan, error) {
-				return effects.Plan{}, effects.Permanent(errBoom)
-			},
-			wantRetry: true, wantFails: []inbox.Status{inbox.StatusDead}, wantOutcome: "retry"},
-		{name: "invalid plan is permanent", receives: 1, claim: claimed,
-			handler:   func(context.Context, inbox.Event) (effects.Plan, error) { return planOf("a", "a"), nil },
-			wantFails: []inbox.Status{inbox.StatusDead}, wantDLQ: 1, wantOutcome: "dead"},
+		{name: "applied", receives: 1, claim: claimed, handler: handlerOf(planOf("a"), nil),
+			complete: applied, wantDelay: -1, wantOutcome: "applied"},
+		{name: "an empty plan is ignored", receives: 1, claim: claimed, handler: handlerOf(effects.Plan{}, nil),
+			complete: func(p effects.Plan, o inbox.Outcome) error {
+				if o != inbox.OutcomeIgnored {
+					return fmt.Errorf("outcome %s", o)
+				}
+				return nil
+			}, wantDelay: -1, wantOutcome: "ignored"},
 		{name: "no handler is ignored", receives: 1,
-			claim: func(inbox.Key) (inbox.Event, error) {
-				return inbox.Event{Key: key, Kind: "stripe", Type: "customer.created"}, nil
-			},
+			claim: claimErr(inbox.Event{Key: key, Kind: "stripe", Type: "customer.created"}, nil),
 			complete: func(p effects.Plan, o inbox.Outcome) error {
 				if o != inbox.OutcomeIgnored || len(p.Records) != 0 {
 					return fmt.Errorf("got %v %v", o, p)
 				}
 				return nil
-			}, wantOutcome: "ignored"},
-		{name: "lease lost at commit is retried", receives: 1, claim: claimed,
-			handler:   func(context.Context, inbox.Event) (effects.Plan, error) { return planOf("a"), nil },
+			}, wantDelay: -1, wantOutcome: "ignored"},
+		{name: "already processed is acknowledged", receives: 1,
+			claim: claimErr(inbox.Event{}, inbox.ErrAlreadyProcessed), wantDelay: -1, wantOutcome: "already_processed"},
+		{name: "claimed elsewhere comes back after the lease", receives: 1,
+			claim: claimErr(liveLease, inbox.ErrClaimed), wantRetry: true, wantDelay: 41 * time.Second, wantOutcome: "claimed_elsewhere"},
+		{name: "claimed elsewhere on the last receive is acknowledged, not sent to the DLQ", receives: 3,
+			claim: claimErr(liveLease, inbox.ErrClaimed), wantDelay: -1, wantOutcome: "claimed_elsewhere"},
+		{name: "orphan is acknowledged", receives: 1,
+			claim: claimErr(inbox.Event{}, inbox.ErrNotFound), wantDelay: -1, wantOutcome: "orphan"},
+		{name: "orphan on the last receive is acknowledged, not sent to the DLQ", receives: 3,
+			claim: claimErr(inbox.Event{}, inbox.ErrNotFound), wantDelay: -1, wantOutcome: "orphan"},
+		{name: "dead by another message is acknowledged", receives: 1,
+			claim: claimErr(inbox.Event{Key: key, Status: inbox.StatusDead, DeadBy: "m0"}, inbox.ErrDead), wantDelay: -1, wantOutcome: "already_dead"},
+		{name: "dead by this message whose DLQ copy failed is copied now", receives: 2,
+			claim: claimErr(inbox.Event{Key: key, Status: inbox.StatusDead, DeadBy: "m1"}, inbox.ErrDead), wantDLQ: 1, wantDelay: -1, wantOutcome: "already_dead"},
+		{name: "store outage on claim is recorded and backed off", receives: 1,
+			claim: claimErr(inbox.Event{}, inbox.ErrUnavailable), wantRetry: true,
+			wantFails: []inbox.Status{inbox.StatusFailed}, wantDelay: backoff1, wantOutcome: "retry"},
+		{name: "store outage on claim on the last receive marks dead", receives: 3,
+			claim:     claimErr(inbox.Event{}, inbox.ErrUnavailable),
+			wantFails: []inbox.Status{inbox.StatusDead}, wantDLQ: 1, wantDelay: -1, wantOutcome: "dead"},
+		{name: "store down on the last receive is left to the sweep, not sent to the DLQ", receives: 3,
+			claim: claimErr(inbox.Event{}, inbox.ErrUnavailable),
+			fail:  func(inbox.Failure) (inbox.Event, error) { return inbox.Event{}, inbox.ErrUnavailable },
+			wantFails: []inbox.Status{inbox.StatusDead}, wantDelay: -1, wantOutcome: "left_to_sweep"},
+		{name: "transient handler error is backed off", receives: 1, claim: claimed, handler: handlerOf(effects.Plan{}, errBoom),
+			wantRetry: true, wantFails: []inbox.Status{inbox.StatusFailed}, wantDelay: backoff1, wantOutcome: "retry"},
+		{name: "backoff grows with the receive count", receives: 2, claim: claimed, handler: handlerOf(effects.Plan{}, errBoom),
+			wantRetry: true, wantFails: []inbox.Status{inbox.StatusFailed}, wantDelay: 45 * time.Second, wantOutcome: "retry"},
+		{name: "transient error on the last receive marks dead and copies to the DLQ", receives: 3, claim: claimed,
+			handler:   handlerOf(effects.Plan{}, errBoom),
+			wantFails: []inbox.Status{inbox.StatusDead}, wantDLQ: 1, wantDelay: -1, wantOutcome: "dead"},
+		{name: "last receive, but a live lease appeared: acknowledged", receives: 3, claim: claimed,
+			handler: handlerOf(effects.Plan{}, errBoom),
+			fail:    func(inbox.Failure) (inbox.Event, error) { return liveLease, inbox.ErrClaimed },
+			wantFails: []inbox.Status{inbox.StatusDead}, wantDelay: -1, wantOutcome: "claimed_elsewhere"},
+		{name: "last receive, processed meanwhile: acknowledged", receives: 3, claim: claimed,
+			handler: handlerOf(effects.Plan{}, errBoom),
+			fail:    func(inbox.Failure) (inbox.Event, error) { return inbox.Event{}, inbox.ErrAlreadyProcessed },
+			wantFails: []inbox.Status{inbox.StatusDead}, wantDelay: -1, wantOutcome: "already_processed"},
+		{name: "permanent error goes to the DLQ at once", receives: 1, claim: claimed,
+			handler:   handlerOf(effects.Plan{}, effects.Permanent(errBoom)),
+			wantFails: []inbox.Status{inbox.StatusDead}, wantDLQ: 1, wantDelay: -1, wantOutcome: "dead"},
+		{name: "permanent error with the DLQ down comes back at once", receives: 1, claim: claimed, dlqErr: inbox.ErrUnavailable,
+			handler:   handlerOf(effects.Plan{}, effects.Permanent(errBoom)),
+			wantRetry: true, wantFails: []inbox.Status{inbox.StatusDead}, wantDelay: 0, wantOutcome: "dead"},
+		{name: "invalid plan is permanent", receives: 1, claim: claimed, handler: handlerOf(planOf("a", "a"), nil),
+			wantFails: []inbox.Status{inbox.StatusDead}, wantDLQ: 1, wantDelay: -1, wantOutcome: "dead"},
+		{name: "a panicking handler is permanent", receives: 1, claim: claimed,
+			handler:   func(context.Context, inbox.Event) (effects.Plan, error) { panic("bug") },
+			wantFails: []inbox.Status{inbox.StatusDead}, wantDLQ: 1, wantDelay: -1, wantOutcome: "dead"},
+		{name: "a commit the store refuses as invalid is dead at once", receives: 1, claim: claimed, handler: handlerOf(planOf("a"), nil),
+			complete:  func(effects.Plan, inbox.Outcome) error { return fmt.Errorf("complete: %w: ValidationException", inbox.ErrInvalid) },
+			wantFails: []inbox.Status{inbox.StatusDead}, wantDLQ: 1, wantDelay: -1, wantOutcome: "dead"},
+		{name: "a claim the store refuses as invalid is dead at once", receives: 1,
+			claim:     claimErr(inbox.Event{}, fmt.Errorf("claim: %w: key too long", inbox.ErrInvalid)),
+			wantFails: []inbox.Status{inbox.StatusDead}, wantDLQ: 1, wantDelay: -1, wantOutcome: "dead"},
+		{name: "lease lost at commit is backed off", receives: 1, claim: claimed, handler: handlerOf(planOf("a"), nil),
 			complete:  func(effects.Plan, inbox.Outcome) error { return inbox.ErrLeaseLost },
-			wantRetry: true, wantOutcome: "retry"},
-		{name: "commit outage is recorded and retried", receives: 1, claim: claimed,
-			handler:   func(context.Context, inbox.Event) (effects.Plan, error) { return planOf("a"), nil },
+			wantRetry: true, wantDelay: backoff1, wantOutcome: "lease_lost"},
+		{name: "lease lost at commit on the last receive is acknowledged", receives: 3, claim: claimed, handler: handlerOf(planOf("a"), nil),
+			complete: func(effects.Plan, inbox.Outcome) error { return inbox.ErrLeaseLost }, wantDelay: -1, wantOutcome: "lease_lost"},
+		{name: "commit found processed (an earlier answer lost) is acknowledged", receives: 1, claim: claimed, handler: handlerOf(planOf("a"), nil),
+			complete: func(effects.Plan, inbox.Outcome) error { return inbox.ErrAlreadyProcessed }, wantDelay: -1, wantOutcome: "already_processed"},
+		{name: "commit outage is recorded and backed off", receives: 1, claim: claimed, handler: handlerOf(planOf("a"), nil),
 			complete:  func(effects.Plan, inbox.Outcome) error { return inbox.ErrUnavailable },
-			wantRetry: true, wantFails: []inbox.Status{inbox.StatusFailed}, wantOutcome: "retry"},
-		{name: "effect written by another event", receives: 1, claim: claimed,
-			handler: func(context.Context, inbox.Event) (effects.Plan, error) { return planOf("a"), nil },
+			wantRetry: true, wantFails: []inbox.Status{inbox.StatusFailed}, wantDelay: backoff1, wantOutcome: "retry"},
+		{name: "effect written by another event", receives: 1, claim: claimed, handler: handlerOf(planOf("a"), nil),
 			complete: func(p effects.Plan, o inbox.Outcome) error {
 				if len(p.Records) == 1 {
 					return &effects.ExistsError{IDs: []string{"k#a"}}
@@ -172,9 +307,8 @@ func TestRecordOutcomes(t *testing.T) {
 					return fmt.Errorf("outcome %s", o)
 				}
 				return nil
-			}, wantOutcome: "duplicate_effect"},
-		{name: "one of two effects exists", receives: 1, claim: claimed,
-			handler: func(context.Context, inbox.Event) (effects.Plan, error) { return planOf("a", "b"), nil },
+			}, wantDelay: -1, wantOutcome: "duplicate_effect"},
+		{name: "one of two effects exists", receives: 1, claim: claimed, handler: handlerOf(planOf("a", "b"), nil),
 			complete: func(p effects.Plan, o inbox.Outcome) error {
 				if len(p.Records) == 2 {
 					return &effects.ExistsError{IDs: []string{"k#a"}}
@@ -183,62 +317,343 @@ func TestRecordOutcomes(t *testing.T) {
 					return fmt.Errorf("got %v %s", p, o)
 				}
 				return nil
-			}, wantOutcome: "applied"},
+			}, wantDelay: -1, wantOutcome: "applied"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			store := &fakeStore{claim: tt.claim, complete: tt.complete}
-			dlq := &fakeDLQ{err: tt.dlqErr}
-			p, logs := newProcessor(t, store, dlq, tt.handler)
-			resp, err := p.Handle(context.Background(), events.SQSEvent{Records: []events.SQSMessage{message(t, "m1", tt.receives)}})
+			store := &fakeStore{claim: tt.claim, complete: tt.complete, fail: tt.fail}
+			h := newHarness(t, store, tt.handler)
+			h.dlq.err = tt.dlqErr
+			resp, err := h.p.Handle(context.Background(), events.SQSEvent{Records: []events.SQSMessage{message(t, "m1", tt.receives)}})
 			if err != nil {
 				t.Fatalf("Handle: %v", err)
 			}
 			if got := len(resp.BatchItemFailures) == 1; got != tt.wantRetry {
 				t.Errorf("retry: got %v, want %v", got, tt.wantRetry)
 			}
-			if fmt.Sprint(store.fails) != fmt.Sprint(tt.wantFails) {
-				t.Errorf("recorded failures: got %v, want %v", store.fails, tt.wantFails)
+			if got := store.statuses(); fmt.Sprint(got) != fmt.Sprint(tt.wantFails) {
+				t.Errorf("recorded failures: got %v, want %v", got, tt.wantFails)
 			}
-			if len(dlq.sent) != tt.wantDLQ {
-				t.Errorf("sent to DLQ: got %d, want %d", len(dlq.sent), tt.wantDLQ)
+			if len(h.dlq.sent) != tt.wantDLQ {
+				t.Errorf("sent to DLQ: got %d, want %d", len(h.dlq.sent), tt.wantDLQ)
 			}
-			if want := `"outcome":"` + tt.wantOutcome + `"`; !strings.Contains(logs.String(), want) {
-				t.Errorf("logs: got %s, want %s", logs, want)
+			d, set := h.vis.get("rh-m1")
+			switch {
+			case tt.wantDelay < 0 && set:
+				t.Errorf("delay: got %s, want none", d)
+			case tt.wantDelay >= 0 && (!set || d != tt.wantDelay):
+				t.Errorf("delay: got %s (set %v), want %s", d, set, tt.wantDelay)
+			}
+			if want := `"outcome":"` + tt.wantOutcome + `"`; !strings.Contains(h.logs.String(), want) {
+				t.Errorf("logs: got %s, want %s", h.logs, want)
+			}
+			// The invariant: a message reported failed on its last receive
+			// goes to the DLQ, so its event must be dead.
+			if tt.receives == 3 && tt.wantRetry {
+				t.Errorf("a failure on the last receive for an event not dead")
 			}
 		})
 	}
 }
 
-// TestBatchReportsOnlyFailedRecords: one poison message in a batch is
-// reported alone; its neighbours are acknowledged.
-func TestBatchReportsOnlyFailedRecords(t *testing.T) {
+// TestFailureRecordsTheMessage: a dead event names the message that killed
+// it, and a failed one the time its message is due back.
+func TestFailureRecordsTheMessage(t *testing.T) {
+	store := &fakeStore{claim: claimed}
+	h := newHarness(t, store, handlerOf(effects.Plan{}, errors.New("boom")))
+	if _, err := h.p.Handle(context.Background(), events.SQSEvent{Records: []events.SQSMessage{message(t, "m1", 1), message(t, "m2", 3)}}); err != nil {
+		t.Fatal(err)
+	}
+	byStatus := map[inbox.Status]inbox.Failure{}
+	for _, f := range store.fails {
+		byStatus[f.Status] = f
+	}
+	if f := byStatus[inbox.StatusFailed]; !f.RetryAt.Equal(testNow.Add(22500*time.Millisecond)) || f.Cause != "boom" || f.Owner == "" {
+		t.Errorf("failed: got %+v", f)
+	}
+	if f := byStatus[inbox.StatusDead]; f.MessageID != "m2" || f.Cause != "boom" {
+		t.Errorf("dead: got %+v", f)
+	}
+}
+
+// TestPoisonGoesToTheDLQ: messages that are not ours are copied to the DLQ
+// and acknowledged; their neighbours are processed.
+func TestPoisonGoesToTheDLQ(t *testing.T) {
 	store := &fakeStore{claim: claimed, complete: func(effects.Plan, inbox.Outcome) error { return nil }}
-	p, _ := newProcessor(t, store, &fakeDLQ{}, func(context.Context, inbox.Event) (effects.Plan, error) { return planOf("a"), nil })
+	h := newHarness(t, store, handlerOf(planOf("a"), nil))
 	batch := events.SQSEvent{Records: []events.SQSMessage{
 		message(t, "m1", 1),
 		{MessageId: "m2", Body: "not a message", Attributes: map[string]string{"ApproximateReceiveCount": "1"}},
 		{MessageId: "m3", Body: `{"key":{"source":"stripe","event_id":""}}`},
 		message(t, "m4", 1),
 	}}
-	resp, err := p.Handle(context.Background(), batch)
+	resp, err := h.p.Handle(context.Background(), batch)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := fmt.Sprint(failures(resp)); got != "[m2 m3]" {
-		t.Errorf("batch failures: got %s, want [m2 m3]", got)
+	if got := failures(resp); len(got) != 0 {
+		t.Errorf("batch failures: got %v, want none", got)
+	}
+	if got := fmt.Sprint(h.dlq.sent); got != `[not a message {"key":{"source":"stripe","event_id":""}}]` && got != `[{"key":{"source":"stripe","event_id":""}} not a message]` {
+		t.Errorf("DLQ: got %s", got)
+	}
+	h.dlq.err = errors.New("dlq down")
+	resp, _ = h.p.Handle(context.Background(), events.SQSEvent{Records: batch.Records[1:2]})
+	if got := fmt.Sprint(failures(resp)); got != "[m2]" {
+		t.Errorf("poison with the DLQ down: got %s, want [m2] (kept for the redrive)", got)
 	}
 }
 
-func TestLeaseFollowsDeadline(t *testing.T) {
-	p, _ := newProcessor(t, &fakeStore{}, &fakeDLQ{}, nil)
-	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+// TestConcurrency: records of a batch run Concurrency at a time, never more.
+func TestConcurrency(t *testing.T) {
+	const conc, n = 4, 12
+	var inFlight, peak atomic.Int32
+	entered := make(chan struct{}, n)
+	release := make(chan struct{})
+	handler := func(ctx context.Context, ev inbox.Event) (effects.Plan, error) {
+		now := inFlight.Add(1)
+		for {
+			p := peak.Load()
+			if now <= p || peak.CompareAndSwap(p, now) {
+				break
+			}
+		}
+		entered <- struct{}{}
+		<-release
+		inFlight.Add(-1)
+		return planOf(ev.Key.EventID), nil
+	}
+	store := &fakeStore{claim: claimed, complete: func(effects.Plan, inbox.Outcome) error { return nil }}
+	h := newHarness(t, store, handler, func(c *Config) { c.Concurrency = conc })
+	var recs []events.SQSMessage
+	for i := range n {
+		recs = append(recs, messageFor(t, fmt.Sprintf("m%d", i), inbox.Key{Source: "stripe", EventID: fmt.Sprintf("evt_%d", i)}, 1))
+	}
+	done := make(chan events.SQSEventResponse)
+	go func() {
+		resp, _ := h.p.Handle(context.Background(), events.SQSEvent{Records: recs})
+		done <- resp
+	}()
+	// conc handlers are in at once before any is released.
+	for range conc {
+		<-entered
+	}
+	close(release)
+	resp := <-done
+	if got := peak.Load(); got != conc {
+		t.Errorf("peak concurrency: got %d, want %d", got, conc)
+	}
+	if len(resp.BatchItemFailures) != 0 {
+		t.Errorf("failures: got %v", resp.BatchItemFailures)
+	}
+}
+
+// TestDeadlineCutsOff: a batch of 50 with a 2 s deadline and a handler that
+// would run for a minute. Handle returns before the deadline; the handlers
+// it started are cancelled and commit nothing; every record is reported for
+// retry, none lost; on the last receive, none is reported (its event is not
+// dead) and none is marked dead.
+func TestDeadlineCutsOff(t *testing.T) {
+	for _, receives := range []int{1, 3} {
+		t.Run(fmt.Sprintf("receive %d", receives), func(t *testing.T) {
+			var started, cancelled atomic.Int32
+			handler := func(ctx context.Context, ev inbox.Event) (effects.Plan, error) {
+				started.Add(1)
+				select {
+				case <-ctx.Done():
+					cancelled.Add(1)
+					return effects.Plan{}, ctx.Err()
+				case <-time.After(time.Minute):
+					return planOf("late"), nil
+				}
+			}
+			commits := atomic.Int32{}
+			store := &fakeStore{claim: claimed, complete: func(effects.Plan, inbox.Outcome) error { commits.Add(1); return nil }}
+			h := newHarness(t, store, handler, func(c *Config) { c.Now = time.Now })
+			var recs []events.SQSMessage
+			for i := range 50 {
+				recs = append(recs, messageFor(t, fmt.Sprintf("m%d", i), inbox.Key{Source: "stripe", EventID: fmt.Sprintf("evt_%d", i)}, receives))
+			}
+			deadline := time.Now().Add(2 * time.Second)
+			ctx, cancel := context.WithDeadline(context.Background(), deadline)
+			defer cancel()
+			resp, err := h.p.Handle(ctx, events.SQSEvent{Records: recs})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !time.Now().Before(deadline) {
+				t.Errorf("Handle returned after the deadline")
+			}
+			if commits.Load() != 0 {
+				t.Errorf("commits: got %d, want 0", commits.Load())
+			}
+			if started.Load() != DefaultConcurrency || cancelled.Load() != started.Load() {
+				t.Errorf("handlers: %d started, %d cancelled; want %d and all", started.Load(), cancelled.Load(), DefaultConcurrency)
+			}
+			wantFailures := 50
+			if receives == 3 {
+				wantFailures = 0
+			}
+			if got := len(resp.BatchItemFailures); got != wantFailures {
+				t.Errorf("failures: got %d, want %d", got, wantFailures)
+			}
+			for _, f := range store.fails {
+				if f.Status != inbox.StatusFailed && receives == 1 {
+					t.Errorf("recorded %s on the first receive", f.Status)
+				}
+				if !strings.Contains(f.Cause, "deadline margin") {
+					t.Errorf("cause: got %q", f.Cause)
+				}
+			}
+			if receives == 3 && len(h.dlq.sent) != len(store.fails) {
+				t.Errorf("last receive: %d dead, %d copied to the DLQ", len(store.fails), len(h.dlq.sent))
+			}
+		})
+	}
+}
+
+// TestStuckHandlerIsReported: a handler that ignores its context does not
+// hold the batch response past the deadline.
+func TestStuckHandlerIsReported(t *testing.T) {
+	stuck := make(chan struct{})
+	defer close(stuck)
+	handler := func(context.Context, inbox.Event) (effects.Plan, error) {
+		<-stuck
+		return effects.Plan{}, nil
+	}
+	h := newHarness(t, &fakeStore{claim: claimed}, handler, func(c *Config) { c.Now = time.Now })
+	deadline := time.Now().Add(time.Second)
+	ctx, cancel := context.WithDeadline(context.Background(), deadline)
+	defer cancel()
+	resp, _ := h.p.Handle(ctx, events.SQSEvent{Records: []events.SQSMessage{message(t, "m1", 1)}})
+	if !time.Now().Before(deadline) {
+		t.Errorf("Handle returned after the deadline")
+	}
+	if got := fmt.Sprint(failures(resp)); got != "[m1]" {
+		t.Errorf("failures: got %s, want [m1]", got)
+	}
+	if !strings.Contains(h.logs.String(), `"outcome":"unfinished"`) {
+		t.Errorf("logs: %s", h.logs)
+	}
+}
+
+// TestOutage: a 30-minute store outage on a fake clock, the message coming
+// back after each delay the processor sets. With the default backoff and
+// MaxReceiveCount, the event is never marked dead, even when every jitter
+// draw is the shortest, and is processed once the store answers.
+func TestOutage(t *testing.T) {
+	for _, draw := range []float64{0, 0.5, 0.999} {
+		t.Run(fmt.Sprint(draw), func(t *testing.T) {
+			now := testNow
+			outageEnd := now.Add(30 * time.Minute)
+			store := &fakeStore{
+				claim: func(k inbox.Key, o string) (inbox.Event, error) {
+					if now.Before(outageEnd) {
+						return inbox.Event{}, inbox.ErrUnavailable
+					}
+					return claimed(k, o)
+				},
+				complete: func(effects.Plan, inbox.Outcome) error { return nil },
+				fail: func(inbox.Failure) (inbox.Event, error) {
+					if now.Before(outageEnd) {
+						return inbox.Event{}, inbox.ErrUnavailable
+					}
+					return inbox.Event{}, nil
+				},
+			}
+			h := newHarness(t, store, handlerOf(planOf("a"), nil), func(c *Config) {
+				c.MaxReceiveCount = 10
+				c.Now = func() time.Time { return now }
+				c.Rand = func() float64 { return draw }
+			})
+			for receive := 1; ; receive++ {
+				if receive > 10 {
+					t.Fatal("the message reached the DLQ")
+				}
+				resp, _ := h.p.Handle(context.Background(), events.SQSEvent{Records: []events.SQSMessage{message(t, "m1", receive)}})
+				if len(resp.BatchItemFailures) == 0 {
+					if !strings.Contains(h.logs.String(), `"outcome":"applied"`) {
+						t.Fatalf("acknowledged without being applied: %s", h.logs)
+					}
+					t.Logf("applied on receive %d at +%s", receive, now.Sub(testNow))
+					break
+				}
+				d, ok := h.vis.get("rh-m1")
+				if !ok {
+					t.Fatal("no delay set")
+				}
+				now = now.Add(d)
+			}
+			for _, f := range store.fails {
+				if f.Status == inbox.StatusDead {
+					t.Errorf("marked dead during the outage")
+				}
+			}
+		})
+	}
+}
+
+func TestWindow(t *testing.T) {
+	lo, hi := Window(DefaultRetryBase, DefaultRetryCap, 10)
+	if lo != 5505*time.Second || hi != 11010*time.Second {
+		t.Errorf("window: got %s..%s, want 1h31m45s..3h3m30s", lo, hi)
+	}
+}
+
+// TestOwnersAreUnique: without a Lambda request id, two invocations (two
+// local workers) never share a lease owner; with one, the owner carries it.
+func TestOwnersAreUnique(t *testing.T) {
+	var mu sync.Mutex
+	var owners []string
+	store := &fakeStore{claim: func(k inbox.Key, owner string) (inbox.Event, error) {
+		mu.Lock()
+		owners = append(owners, owner)
+		mu.Unlock()
+		return inbox.Event{}, inbox.ErrAlreadyProcessed
+	}}
+	h := newHarness(t, store, nil)
+	batch := events.SQSEvent{Records: []events.SQSMessage{message(t, "m1", 1)}}
+	_, _ = h.p.Handle(context.Background(), batch)
+	_, _ = h.p.Handle(context.Background(), batch)
+	_, _ = h.p.Handle(lambdacontext.NewContext(context.Background(), &lambdacontext.LambdaContext{AwsRequestID: "req-1"}), batch)
+	if len(owners) != 3 || owners[0] == owners[1] || owners[2] != "req-1/m1" {
+		t.Errorf("owners: got %q", owners)
+	}
+}
+
+func TestLease(t *testing.T) {
+	h := newHarness(t, &fakeStore{}, nil)
+	now := time.Now()
 	ctx, cancel := context.WithDeadline(context.Background(), now.Add(30*time.Second))
 	defer cancel()
-	if got, want := p.leaseUntil(ctx, now), now.Add(30*time.Second+leaseMargin); !got.Equal(want) {
+	inv := h.p.invocation(ctx)
+	if got, want := inv.leaseUntil(now), now.Add(30*time.Second+leaseMargin); !got.Equal(want) {
 		t.Errorf("with deadline: got %v, want %v", got, want)
 	}
-	if got, want := p.leaseUntil(context.Background(), now), now.Add(time.Minute); !got.Equal(want) {
+	if got, want := inv.stop, now.Add(25*time.Second); got.Sub(want).Abs() > 100*time.Millisecond {
+		t.Errorf("stop: got %v, want %v", got, want)
+	}
+	if got, want := h.p.invocation(context.Background()).leaseUntil(now), now.Add(time.Minute); !got.Equal(want) {
 		t.Errorf("without deadline: got %v, want %v", got, want)
+	}
+}
+
+func TestNewRejects(t *testing.T) {
+	base := Config{Store: &fakeStore{}, DeadLetters: &fakeDLQ{}, Visibility: &fakeVisibility{}, Routes: Routes{}, Logger: slog.New(slog.DiscardHandler), MaxReceiveCount: 1}
+	for name, mod := range map[string]func(*Config){
+		"no visibility":  func(c *Config) { c.Visibility = nil },
+		"no receives":    func(c *Config) { c.MaxReceiveCount = 0 },
+		"cap below base": func(c *Config) { c.RetryBase, c.RetryCap = time.Minute, time.Second },
+		"cap over 12h":   func(c *Config) { c.RetryCap = 13 * time.Hour },
+		"concurrency":    func(c *Config) { c.Concurrency = -1 },
+	} {
+		c := base
+		mod(&c)
+		if _, err := New(c); err == nil {
+			t.Errorf("%s: accepted", name)
+		}
+	}
+	if _, err := New(base); err != nil {
+		t.Errorf("defaults: %v", err)
 	}
 }

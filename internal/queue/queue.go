@@ -1,15 +1,18 @@
 // Package queue sends, receives and deletes the messages that point at
 // stored events, over SQS. SDK failures come back wrapping
-// inbox.ErrUnavailable.
+// inbox.ErrUnavailable, or inbox.ErrInvalid when SQS refused the request
+// itself (awserr decides).
 package queue
 
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
+	"github.com/webhook-inbox/webhook-inbox/internal/awserr"
 	"github.com/webhook-inbox/webhook-inbox/internal/inbox"
 )
 
@@ -47,7 +50,7 @@ func (q *Queue) Enqueue(ctx context.Context, k inbox.Key) error {
 // Send sends a raw message body, as it is (replay moves bodies unchanged).
 func (q *Queue) Send(ctx context.Context, body string) error {
 	if _, err := q.api.SendMessage(ctx, &sqs.SendMessageInput{QueueUrl: &q.url, MessageBody: &body}); err != nil {
-		return fmt.Errorf("send to %s: %w: %w", q.url, inbox.ErrUnavailable, err)
+		return awserr.Wrap("send to "+q.url, err)
 	}
 	return nil
 }
@@ -72,7 +75,7 @@ func (q *Queue) Receive(ctx context.Context, max, visibility, wait int32) ([]Mes
 		},
 	})
 	if err != nil {
-		return nil, fmt.Errorf("receive from %s: %w: %w", q.url, inbox.ErrUnavailable, err)
+		return nil, awserr.Wrap("receive from "+q.url, err)
 	}
 	msgs := make([]Message, 0, len(out.Messages))
 	for _, m := range out.Messages {
@@ -84,18 +87,31 @@ func (q *Queue) Receive(ctx context.Context, max, visibility, wait int32) ([]Mes
 // Delete removes a received message.
 func (q *Queue) Delete(ctx context.Context, receiptHandle string) error {
 	if _, err := q.api.DeleteMessage(ctx, &sqs.DeleteMessageInput{QueueUrl: &q.url, ReceiptHandle: &receiptHandle}); err != nil {
-		return fmt.Errorf("delete from %s: %w: %w", q.url, inbox.ErrUnavailable, err)
+		return awserr.Wrap("delete from "+q.url, err)
 	}
 	return nil
 }
 
 // Release makes a received message visible again at once.
 func (q *Queue) Release(ctx context.Context, receiptHandle string) error {
+	return q.Delay(ctx, receiptHandle, 0)
+}
+
+// MaxDelay is the longest SQS keeps a received message invisible: 12 hours
+// from its receipt.
+const MaxDelay = 12 * time.Hour
+
+// Delay hides a received message for d from now (rounded up to whole
+// seconds, at most MaxDelay), so it is delivered again after d rather than
+// after the queue's visibility timeout.
+func (q *Queue) Delay(ctx context.Context, receiptHandle string, d time.Duration) error {
+	secs := int32(min((d+time.Second-1)/time.Second, MaxDelay/time.Second))
+	secs = max(secs, 0)
 	_, err := q.api.ChangeMessageVisibility(ctx, &sqs.ChangeMessageVisibilityInput{
-		QueueUrl: &q.url, ReceiptHandle: &receiptHandle, VisibilityTimeout: 0,
+		QueueUrl: &q.url, ReceiptHandle: &receiptHandle, VisibilityTimeout: secs,
 	})
 	if err != nil {
-		return fmt.Errorf("release on %s: %w: %w", q.url, inbox.ErrUnavailable, err)
+		return awserr.Wrap(fmt.Sprintf("delay %s on %s", d, q.url), err)
 	}
 	return nil
 }

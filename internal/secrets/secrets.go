@@ -14,7 +14,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
 	smtypes "github.com/aws/aws-sdk-go-v2/service/secretsmanager/types"
 
-	"github.com/webhook-inbox/webhook-inbox/internal/inbox"
+	"github.com/webhook-inbox/webhook-inbox/internal/awserr"
 	"github.com/webhook-inbox/webhook-inbox/internal/source"
 )
 
@@ -71,7 +71,7 @@ func (s *Store) Get(ctx context.Context, id string) (source.Keys, error) {
 		s.put(id, entry{err: ErrNotFound, until: now.Add(s.neg)})
 		return source.Keys{}, ErrNotFound
 	case err != nil:
-		return source.Keys{}, fmt.Errorf("get secret %s: %w: %w", id, inbox.ErrUnavailable, err)
+		return source.Keys{}, awserr.Wrap("get secret "+id, err)
 	}
 	if out.SecretString == nil {
 		return source.Keys{}, fmt.Errorf("secret %s: no SecretString", id)
