@@ -42,23 +42,39 @@ func mustMoto(tb testing.TB) *awstest.Server {
 	return moto.Get(tb)
 }
 
-// mustStore creates a fresh inbox table (hash key pk, on demand) in the
-// package's moto and returns a store over it.
+// retention is the stores' retention of finished events in these tests.
+const retention = time.Hour
+
+// mustStore creates a fresh inbox table (hash key pk, on demand, with the
+// unfinished index as template.yaml declares it) in the package's moto and
+// returns a store over it.
 func mustStore(tb testing.TB) *inboxstore.Store {
 	tb.Helper()
 	cfg := mustMoto(tb).SerialConfig()
 	db := dynamodb.NewFromConfig(cfg)
 	name := fmt.Sprintf("inbox-%d", tables.Add(1))
 	_, err := db.CreateTable(context.Background(), &dynamodb.CreateTableInput{
-		TableName:            aws.String(name),
-		BillingMode:          types.BillingModePayPerRequest,
-		KeySchema:            []types.KeySchemaElement{{AttributeName: aws.String("pk"), KeyType: types.KeyTypeHash}},
-		AttributeDefinitions: []types.AttributeDefinition{{AttributeName: aws.String("pk"), AttributeType: types.ScalarAttributeTypeS}},
+		TableName:   aws.String(name),
+		BillingMode: types.BillingModePayPerRequest,
+		KeySchema:   []types.KeySchemaElement{{AttributeName: aws.String("pk"), KeyType: types.KeyTypeHash}},
+		AttributeDefinitions: []types.AttributeDefinition{
+			{AttributeName: aws.String("pk"), AttributeType: types.ScalarAttributeTypeS},
+			{AttributeName: aws.String("sweep_shard"), AttributeType: types.ScalarAttributeTypeS},
+			{AttributeName: aws.String("received_ms"), AttributeType: types.ScalarAttributeTypeN},
+		},
+		GlobalSecondaryIndexes: []types.GlobalSecondaryIndex{{
+			IndexName: aws.String(inboxstore.UnfinishedIndex),
+			KeySchema: []types.KeySchemaElement{
+				{AttributeName: aws.String("sweep_shard"), KeyType: types.KeyTypeHash},
+				{AttributeName: aws.String("received_ms"), KeyType: types.KeyTypeRange},
+			},
+			Projection: &types.Projection{ProjectionType: types.ProjectionTypeInclude, NonKeyAttributes: []string{"status", "due_ms"}},
+		}},
 	})
 	if err != nil {
 		tb.Fatalf("create table %s: %v", name, err)
 	}
-	return inboxstore.New(db, name)
+	return inboxstore.New(db, name, retention)
 }
 
 // unreachableStore returns a store whose client points at a closed port.
@@ -69,12 +85,13 @@ func unreachableStore(tb testing.TB) *inboxstore.Store {
 		tb.Fatalf("free port: %v", err)
 	}
 	srv := &awstest.Server{Endpoint: fmt.Sprintf("http://127.0.0.1:%d", port)}
-	return inboxstore.New(dynamodb.NewFromConfig(srv.Config()), "inbox")
+	return inboxstore.New(dynamodb.NewFromConfig(srv.Config()), "inbox", retention)
 }
 
 var t0 = time.Date(2025, 11, 30, 12, 0, 0, 123456789, time.UTC)
 
-// newEvent returns a received event as ingest builds it, kept for 30 days.
+// newEvent returns a received event as ingest builds it, and as Insert
+// stores it: due at its receipt, to the millisecond.
 func newEvent(id string, payload []byte) inbox.Event {
 	return inbox.Event{
 		Key:        inbox.Key{Source: "stripe", Account: "acct_1", EventID: id},
@@ -86,13 +103,13 @@ func newEvent(id string, payload []byte) inbox.Event {
 		Status:     inbox.StatusReceived,
 		ReceivedAt: t0,
 		UpdatedAt:  t0,
-		ExpiresAt:  t0.Add(30 * 24 * time.Hour).Truncate(time.Second),
+		DueAt:      t0.Truncate(time.Millisecond),
 	}
 }
 
 // utc puts every time of e in UTC so events compare with reflect.DeepEqual.
 func utc(e inbox.Event) inbox.Event {
-	for _, t := range []*time.Time{&e.Created, &e.ReceivedAt, &e.UpdatedAt, &e.ProcessedAt, &e.ExpiresAt, &e.LeaseUntil} {
+	for _, t := range []*time.Time{&e.Created, &e.ReceivedAt, &e.UpdatedAt, &e.ProcessedAt, &e.ExpiresAt, &e.LeaseUntil, &e.DueAt} {
 		if !t.IsZero() {
 			*t = t.UTC()
 		}
@@ -230,23 +247,36 @@ func TestInsert(t *testing.T) {
 	})
 
 	t.Run("expired item counts as absent", func(t *testing.T) {
-		old := newEvent("evt_expired", []byte(`{"old":true}`))
-		old.ExpiresAt = t0.Add(-time.Hour).Truncate(time.Second)
-		mustInsert(t, s, old)
-
+		old := mustClaimed(t, s, "evt_expired", "worker-a")
+		if err := s.Complete(ctx, old, "worker-a", effects.Plan{}, inbox.OutcomeIgnored, t0); err != nil {
+			t.Fatal(err)
+		}
 		// Before its expiry the item is there; moto never deletes it, so
 		// only the store's filter makes it absent afterwards.
-		mustGet(t, s, old.Key, t0.Add(-2*time.Hour))
-		if got, err := s.Get(ctx, old.Key, t0); !errors.Is(err, inbox.ErrNotFound) {
+		later := t0.Add(retention + time.Second)
+		mustGet(t, s, old.Key, t0.Add(retention-time.Second))
+		if got, err := s.Get(ctx, old.Key, later); !errors.Is(err, inbox.ErrNotFound) {
 			t.Fatalf("get after expiry: got %+v, %v; want inbox.ErrNotFound", got, err)
+		}
+		if _, err := s.Claim(ctx, old.Key, "worker-b", later, later.Add(time.Minute)); !errors.Is(err, inbox.ErrNotFound) {
+			t.Fatalf("claim after expiry: got %v, want inbox.ErrNotFound", err)
 		}
 
 		fresh := newEvent("evt_expired", []byte(`{"old":false}`))
-		if _, err := s.Insert(ctx, fresh, t0); err != nil {
+		if _, err := s.Insert(ctx, fresh, later); err != nil {
 			t.Fatalf("insert over expired item: %v", err)
 		}
-		if got := mustGet(t, s, fresh.Key, t0); !reflect.DeepEqual(utc(got), fresh) {
+		if got := mustGet(t, s, fresh.Key, later); !reflect.DeepEqual(utc(got), fresh) {
 			t.Errorf("get: got %+v, want %+v", utc(got), fresh)
+		}
+	})
+
+	t.Run("an expiry given by the caller is not stored", func(t *testing.T) {
+		e := newEvent("evt_no_expiry", []byte(`{}`))
+		e.ExpiresAt = t0.Add(time.Minute)
+		mustInsert(t, s, e)
+		if got := mustGet(t, s, e.Key, t0.Add(365*24*time.Hour)); !got.ExpiresAt.IsZero() {
+			t.Errorf("expires_at: got %v, want none while unfinished", got.ExpiresAt)
 		}
 	})
 }
@@ -274,6 +304,7 @@ func TestClaim(t *testing.T) {
 		want.Attempts = 1
 		want.LeaseOwner = "worker-a"
 		want.LeaseUntil = until.Truncate(time.Millisecond)
+		want.DueAt = want.LeaseUntil
 		want.UpdatedAt = now
 		if !reflect.DeepEqual(utc(got), want) {
 			t.Errorf("claim: got %+v, want %+v", utc(got), want)
@@ -333,19 +364,31 @@ func TestClaim(t *testing.T) {
 		}
 	})
 
-	for _, status := range []inbox.Status{inbox.StatusFailed, inbox.StatusDead} {
-		t.Run(string(status), func(t *testing.T) {
-			e := mustClaimed(t, s, "evt_"+string(status), "worker-a")
-			if err := s.Fail(ctx, e.Key, "worker-a", status, "boom", t0); err != nil {
-				t.Fatalf("fail: %v", err)
-			}
-			// The failed attempt's lease is gone, so no waiting for it.
-			got := mustClaim(t, s, e.Key, "worker-b", t0.Add(time.Second), until)
-			if got.Status != inbox.StatusProcessing || got.Attempts != 2 || got.LeaseOwner != "worker-b" {
-				t.Errorf("got status %s attempts %d owner %q, want processing 2 worker-b", got.Status, got.Attempts, got.LeaseOwner)
-			}
-		})
-	}
+	t.Run("failed", func(t *testing.T) {
+		e := mustClaimed(t, s, "evt_failed", "worker-a")
+		if _, err := s.Fail(ctx, e.Key, inbox.Failure{Owner: "worker-a", Status: inbox.StatusFailed, Cause: "boom"}, t0); err != nil {
+			t.Fatalf("fail: %v", err)
+		}
+		// The failed attempt's lease is gone, so no waiting for it.
+		got := mustClaim(t, s, e.Key, "worker-b", t0.Add(time.Second), until)
+		if got.Status != inbox.StatusProcessing || got.Attempts != 2 || got.LeaseOwner != "worker-b" {
+			t.Errorf("got status %s attempts %d owner %q, want processing 2 worker-b", got.Status, got.Attempts, got.LeaseOwner)
+		}
+	})
+
+	t.Run("dead is final", func(t *testing.T) {
+		e := mustClaimed(t, s, "evt_dead", "worker-a")
+		if _, err := s.Fail(ctx, e.Key, inbox.Failure{Owner: "worker-a", Status: inbox.StatusDead, Cause: "boom", MessageID: "m1"}, t0); err != nil {
+			t.Fatalf("fail: %v", err)
+		}
+		got, err := s.Claim(ctx, e.Key, "worker-b", t0.Add(time.Second), until)
+		if !errors.Is(err, inbox.ErrDead) {
+			t.Fatalf("claim of a dead event: got %v, want inbox.ErrDead", err)
+		}
+		if got.DeadBy != "m1" || got.Status != inbox.StatusDead {
+			t.Errorf("got %+v, want dead by m1", got)
+		}
+	})
 
 	t.Run("concurrent claims", func(t *testing.T) {
 		e := mustReceived(t, s, "evt_claim_race")
@@ -402,6 +445,8 @@ func TestComplete(t *testing.T) {
 		want.UpdatedAt = done
 		want.LeaseOwner = ""
 		want.LeaseUntil = time.Time{}
+		want.DueAt = time.Time{}
+		want.ExpiresAt = time.Unix(done.Add(retention).Unix(), 0)
 		if !reflect.DeepEqual(utc(got), utc(want)) {
 			t.Errorf("event: got %+v, want %+v", utc(got), utc(want))
 		}
@@ -521,29 +566,47 @@ func TestFail(t *testing.T) {
 	s := mustStore(t)
 	ctx := context.Background()
 	at := t0.Add(3 * time.Second)
+	retryAt := at.Add(time.Minute)
 
-	for _, status := range []inbox.Status{inbox.StatusFailed, inbox.StatusDead} {
-		t.Run(string(status), func(t *testing.T) {
-			e := mustClaimed(t, s, "evt_fail_"+string(status), "worker-a")
-			if err := s.Fail(ctx, e.Key, "worker-a", status, "handler: upstream said no", at); err != nil {
-				t.Fatalf("fail: %v", err)
-			}
-			got := mustGet(t, s, e.Key, at)
-			want := e
-			want.Status = status
-			want.LastError = "handler: upstream said no"
-			want.UpdatedAt = at
-			want.LeaseOwner = ""
-			want.LeaseUntil = time.Time{}
-			if !reflect.DeepEqual(utc(got), utc(want)) {
-				t.Errorf("got %+v, want %+v", utc(got), utc(want))
-			}
-		})
-	}
+	t.Run("failed", func(t *testing.T) {
+		e := mustClaimed(t, s, "evt_fail_failed", "worker-a")
+		got, err := s.Fail(ctx, e.Key, inbox.Failure{Owner: "worker-a", Status: inbox.StatusFailed, Cause: "handler: upstream said no", RetryAt: retryAt}, at)
+		if err != nil {
+			t.Fatalf("fail: %v", err)
+		}
+		want := e
+		want.Status = inbox.StatusFailed
+		want.LastError = "handler: upstream said no"
+		want.UpdatedAt = at
+		want.LeaseOwner = ""
+		want.LeaseUntil = time.Time{}
+		want.DueAt = retryAt.Truncate(time.Millisecond)
+		if !reflect.DeepEqual(utc(got), utc(want)) {
+			t.Errorf("returned %+v, want %+v", utc(got), utc(want))
+		}
+		if stored := mustGet(t, s, e.Key, at); !reflect.DeepEqual(utc(stored), utc(want)) {
+			t.Errorf("stored %+v, want %+v", utc(stored), utc(want))
+		}
+	})
+
+	t.Run("dead", func(t *testing.T) {
+		e := mustClaimed(t, s, "evt_fail_dead", "worker-a")
+		if _, err := s.Fail(ctx, e.Key, inbox.Failure{Owner: "worker-a", Status: inbox.StatusDead, Cause: "permanent", MessageID: "msg-1"}, at); err != nil {
+			t.Fatalf("fail: %v", err)
+		}
+		got := mustGet(t, s, e.Key, at)
+		if got.Status != inbox.StatusDead || got.DeadBy != "msg-1" || got.LastError != "permanent" || got.LeaseOwner != "" || !got.DueAt.IsZero() {
+			t.Errorf("got %+v", got)
+		}
+		// A dead event outlives every DLQ message that can point at it.
+		if want := at.Add(inboxstore.MaxMessageRetention).Unix(); got.ExpiresAt.Unix() != want {
+			t.Errorf("expires_at: got %v, want %v", got.ExpiresAt, time.Unix(want, 0))
+		}
+	})
 
 	t.Run("long cause is cut", func(t *testing.T) {
 		e := mustClaimed(t, s, "evt_fail_long", "worker-a")
-		if err := s.Fail(ctx, e.Key, "worker-a", inbox.StatusFailed, strings.Repeat("x", 5000), at); err != nil {
+		if _, err := s.Fail(ctx, e.Key, inbox.Failure{Owner: "worker-a", Status: inbox.StatusFailed, Cause: strings.Repeat("x", 5000)}, at); err != nil {
 			t.Fatalf("fail: %v", err)
 		}
 		if got := len(mustGet(t, s, e.Key, at).LastError); got != 1024 {
@@ -551,26 +614,229 @@ func TestFail(t *testing.T) {
 		}
 	})
 
-	t.Run("non-owner", func(t *testing.T) {
+	t.Run("another worker's live lease is not overridden", func(t *testing.T) {
 		e := mustClaimed(t, s, "evt_fail_not_owner", "worker-a")
-		if err := s.Fail(ctx, e.Key, "worker-b", inbox.StatusFailed, "boom", at); !errors.Is(err, inbox.ErrLeaseLost) {
-			t.Fatalf("got %v, want inbox.ErrLeaseLost", err)
+		got, err := s.Fail(ctx, e.Key, inbox.Failure{Owner: "worker-b", Status: inbox.StatusDead, Cause: "boom"}, at)
+		if !errors.Is(err, inbox.ErrClaimed) {
+			t.Fatalf("got %v, want inbox.ErrClaimed", err)
 		}
-		got := mustGet(t, s, e.Key, at)
-		if got.Status != inbox.StatusProcessing || got.LeaseOwner != "worker-a" || got.LastError != "" {
-			t.Errorf("got status %s owner %q last_error %q, want processing worker-a and none", got.Status, got.LeaseOwner, got.LastError)
+		if got.LeaseOwner != "worker-a" {
+			t.Errorf("returned owner %q, want worker-a", got.LeaseOwner)
+		}
+		stored := mustGet(t, s, e.Key, at)
+		if stored.Status != inbox.StatusProcessing || stored.LeaseOwner != "worker-a" || stored.LastError != "" {
+			t.Errorf("got status %s owner %q last_error %q, want processing worker-a and none", stored.Status, stored.LeaseOwner, stored.LastError)
 		}
 	})
 
-	t.Run("not claimed", func(t *testing.T) {
-		e := mustReceived(t, s, "evt_fail_unclaimed")
-		if err := s.Fail(ctx, e.Key, "worker-a", inbox.StatusFailed, "boom", at); !errors.Is(err, inbox.ErrLeaseLost) {
-			t.Fatalf("got %v, want inbox.ErrLeaseLost", err)
+	t.Run("an expired lease of another worker is", func(t *testing.T) {
+		e := mustClaimed(t, s, "evt_fail_expired_lease", "worker-a")
+		late := e.LeaseUntil.Add(time.Second)
+		if _, err := s.Fail(ctx, e.Key, inbox.Failure{Status: inbox.StatusDead, Cause: "boom", MessageID: "m9"}, late); err != nil {
+			t.Fatalf("got %v", err)
 		}
-		if got := mustGet(t, s, e.Key, at).Status; got != inbox.StatusReceived {
-			t.Errorf("status: got %s, want received", got)
+		if got := mustGet(t, s, e.Key, late); got.Status != inbox.StatusDead || got.DeadBy != "m9" {
+			t.Errorf("got %+v", got)
 		}
 	})
+
+	t.Run("an unclaimed event (the claim itself failed)", func(t *testing.T) {
+		e := mustReceived(t, s, "evt_fail_unclaimed")
+		if _, err := s.Fail(ctx, e.Key, inbox.Failure{Owner: "worker-a", Status: inbox.StatusFailed, Cause: "claim: timeout", RetryAt: retryAt}, at); err != nil {
+			t.Fatalf("got %v", err)
+		}
+		if got := mustGet(t, s, e.Key, at); got.Status != inbox.StatusFailed || got.LastError != "claim: timeout" {
+			t.Errorf("got %+v", got)
+		}
+	})
+
+	t.Run("processed, dead and missing events are left alone", func(t *testing.T) {
+		done := mustClaimed(t, s, "evt_fail_done", "worker-a")
+		if err := s.Complete(ctx, done, "worker-a", effects.Plan{}, inbox.OutcomeIgnored, at); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.Fail(ctx, done.Key, inbox.Failure{Owner: "worker-a", Status: inbox.StatusDead, Cause: "x"}, at); !errors.Is(err, inbox.ErrAlreadyProcessed) {
+			t.Errorf("processed: got %v, want inbox.ErrAlreadyProcessed", err)
+		}
+		dead := mustClaimed(t, s, "evt_fail_dead_twice", "worker-a")
+		if _, err := s.Fail(ctx, dead.Key, inbox.Failure{Owner: "worker-a", Status: inbox.StatusDead, Cause: "first", MessageID: "m1"}, at); err != nil {
+			t.Fatal(err)
+		}
+		got, err := s.Fail(ctx, dead.Key, inbox.Failure{Status: inbox.StatusFailed, Cause: "second"}, at)
+		if !errors.Is(err, inbox.ErrDead) || got.DeadBy != "m1" {
+			t.Errorf("dead: got %+v, %v; want inbox.ErrDead by m1", got, err)
+		}
+		if stored := mustGet(t, s, dead.Key, at); stored.LastError != "first" {
+			t.Errorf("dead event rewritten: %+v", stored)
+		}
+		if _, err := s.Fail(ctx, inbox.Key{Source: "stripe", EventID: "evt_never"}, inbox.Failure{Status: inbox.StatusDead}, at); !errors.Is(err, inbox.ErrNotFound) {
+			t.Errorf("missing: got %v, want inbox.ErrNotFound", err)
+		}
+	})
+
+	t.Run("bad status", func(t *testing.T) {
+		e := mustClaimed(t, s, "evt_fail_bad", "worker-a")
+		if _, err := s.Fail(ctx, e.Key, inbox.Failure{Owner: "worker-a", Status: inbox.StatusProcessed}, at); err == nil {
+			t.Error("processed accepted as a failure status")
+		}
+	})
+}
+
+// TestRetention: unfinished events never expire; retention counts from the
+// end of processing.
+func TestRetention(t *testing.T) {
+	s := mustStore(t)
+	ctx := context.Background()
+	e := mustClaimed(t, s, "evt_retention", "worker-a")
+	if got := mustGet(t, s, e.Key, t0); !got.ExpiresAt.IsZero() {
+		t.Fatalf("unfinished: expires_at %v, want none", got.ExpiresAt)
+	}
+	done := t0.Add(10 * 24 * time.Hour)
+	if err := s.Complete(ctx, e, "worker-a", effects.Plan{}, inbox.OutcomeIgnored, done); err != nil {
+		t.Fatal(err)
+	}
+	if got := mustGet(t, s, e.Key, done); got.ExpiresAt.Unix() != done.Add(retention).Unix() {
+		t.Errorf("processed: expires_at %v, want %v", got.ExpiresAt, done.Add(retention))
+	}
+}
+
+func TestRevive(t *testing.T) {
+	s := mustStore(t)
+	ctx := context.Background()
+	at := t0.Add(time.Hour)
+
+	e := mustClaimed(t, s, "evt_revive", "worker-a")
+	if _, err := s.Fail(ctx, e.Key, inbox.Failure{Owner: "worker-a", Status: inbox.StatusDead, Cause: "bug", MessageID: "m1"}, t0); err != nil {
+		t.Fatal(err)
+	}
+	got, err := s.Revive(ctx, e.Key, at)
+	if err != nil {
+		t.Fatalf("revive: %v", err)
+	}
+	if got.Status != inbox.StatusFailed || got.Attempts != 1 || got.LastError != "bug" || !got.ExpiresAt.IsZero() || got.DeadBy != "" || !got.DueAt.Equal(at.Truncate(time.Millisecond)) {
+		t.Errorf("revived: got %+v", got)
+	}
+	if _, err := s.Claim(ctx, e.Key, "worker-b", at, at.Add(time.Minute)); err != nil {
+		t.Errorf("claim after revive: %v", err)
+	}
+	// Back in the unfinished index.
+	if p, ok, err := s.Oldest(ctx); err != nil || !ok || p.Key != e.Key {
+		t.Errorf("oldest after revive: got %+v %v %v", p, ok, err)
+	}
+	// Not dead: left alone.
+	if _, err := s.Revive(ctx, e.Key, at); err != nil {
+		t.Errorf("revive of an unfinished event: %v", err)
+	}
+	if _, err := s.Revive(ctx, inbox.Key{Source: "stripe", EventID: "evt_none"}, at); !errors.Is(err, inbox.ErrNotFound) {
+		t.Errorf("revive missing: got %v, want inbox.ErrNotFound", err)
+	}
+}
+
+// TestUnfinishedIndex: the sparse index holds exactly the unfinished
+// events; Overdue returns those due before the cutoff; Reschedule lets one
+// sweep, not two, take an event.
+func TestUnfinishedIndex(t *testing.T) {
+	s := mustStore(t)
+	ctx := context.Background()
+	if _, ok, err := s.Oldest(ctx); err != nil || ok {
+		t.Fatalf("empty table: got %v %v, want nothing", ok, err)
+	}
+	at := func(d time.Duration) time.Time { return t0.Add(d) }
+	insert := func(id string, received time.Time) inbox.Event {
+		e := newEvent(id, []byte(`{}`))
+		e.ReceivedAt, e.UpdatedAt, e.DueAt = received, received, time.Time{}
+		mustInsert(t, s, e)
+		return e
+	}
+	oldReceived := insert("evt_old_received", at(0))
+	young := insert("evt_young", at(57*time.Minute))
+	failedSoon := insert("evt_failed_soon", at(time.Minute))
+	failedLong := insert("evt_failed_long", at(2*time.Minute))
+	leased := insert("evt_leased", at(3*time.Minute))
+	expiredLease := insert("evt_expired_lease", at(4*time.Minute))
+	done := insert("evt_done", at(-time.Hour))
+	dead := insert("evt_dead", at(-2*time.Hour))
+
+	for _, e := range []inbox.Event{failedSoon, failedLong} {
+		mustClaim(t, s, e.Key, "w", at(5*time.Minute), at(6*time.Minute))
+	}
+	retry := map[inbox.Key]time.Time{failedSoon.Key: at(58 * time.Minute), failedLong.Key: at(10 * time.Minute)}
+	for k, due := range retry {
+		if _, err := s.Fail(ctx, k, inbox.Failure{Owner: "w", Status: inbox.StatusFailed, Cause: "x", RetryAt: due}, at(6*time.Minute)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	mustClaim(t, s, leased.Key, "w", at(5*time.Minute), at(59*time.Minute))
+	mustClaim(t, s, expiredLease.Key, "w", at(5*time.Minute), at(6*time.Minute))
+	d := mustClaim(t, s, done.Key, "w", at(5*time.Minute), at(6*time.Minute))
+	if err := s.Complete(ctx, d, "w", effects.Plan{}, inbox.OutcomeIgnored, at(6*time.Minute)); err != nil {
+		t.Fatal(err)
+	}
+	mustClaim(t, s, dead.Key, "w", at(5*time.Minute), at(6*time.Minute))
+	if _, err := s.Fail(ctx, dead.Key, inbox.Failure{Owner: "w", Status: inbox.StatusDead, Cause: "x"}, at(6*time.Minute)); err != nil {
+		t.Fatal(err)
+	}
+
+	oldest, ok, err := s.Oldest(ctx)
+	if err != nil || !ok || oldest.Key != oldReceived.Key || !oldest.ReceivedAt.Equal(t0.Truncate(time.Millisecond)) {
+		t.Errorf("oldest: got %+v %v %v, want %s (processed and dead ones are out of the index)", oldest, ok, err, oldReceived.Key)
+	}
+	// At +60 min with a 5 min threshold, the cutoff is +55 min.
+	got, err := s.Overdue(ctx, at(55*time.Minute), 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var keys []string
+	for _, p := range got {
+		keys = append(keys, p.Key.EventID)
+	}
+	slices.Sort(keys)
+	want := []string{"evt_expired_lease", "evt_failed_long", "evt_old_received"}
+	if !slices.Equal(keys, want) {
+		t.Errorf("overdue: got %v, want %v (young, failed-soon and leased are not due)", keys, want)
+	}
+	_ = young
+	if got, err := s.Overdue(ctx, at(55*time.Minute), 2); err != nil || len(got) != 2 {
+		t.Errorf("limit 2: got %d, %v", len(got), err)
+	}
+
+	var p inboxstore.Pending
+	for _, q := range got {
+		if q.Key == oldReceived.Key {
+			p = q
+		}
+	}
+	if p.Status != inbox.StatusReceived || !p.DueAt.Equal(t0.Truncate(time.Millisecond)) {
+		t.Fatalf("pending: got %+v", p)
+	}
+	ok, err = s.Reschedule(ctx, p.Key, p.DueAt, at(60*time.Minute))
+	if err != nil || !ok {
+		t.Fatalf("reschedule: %v %v", ok, err)
+	}
+	if ok, err := s.Reschedule(ctx, p.Key, p.DueAt, at(61*time.Minute)); err != nil || ok {
+		t.Errorf("second reschedule from the same read: got %v %v, want false", ok, err)
+	}
+	if ok, err := s.Reschedule(ctx, done.Key, time.Time{}, at(61*time.Minute)); err != nil || ok {
+		t.Errorf("reschedule of a processed event: got %v %v, want false", ok, err)
+	}
+}
+
+// TestInvalid: requests DynamoDB refuses as invalid are permanent errors,
+// not outages.
+func TestInvalid(t *testing.T) {
+	s := mustStore(t)
+	ctx := context.Background()
+	big := newEvent("evt_big", bytes.Repeat([]byte("x"), 410*1024))
+	_, err := s.Insert(ctx, big, t0)
+	if !errors.Is(err, inbox.ErrInvalid) || errors.Is(err, inbox.ErrUnavailable) {
+		t.Errorf("item over 400 KB: got %v, want inbox.ErrInvalid", err)
+	}
+	e := mustClaimed(t, s, "evt_big_effect", "worker-a")
+	plan := effects.Plan{Records: []effects.Record{{Kind: "k", Key: "x", Attributes: map[string]any{"blob": strings.Repeat("y", 410*1024)}}}}
+	err = s.Complete(ctx, e, "worker-a", plan, inbox.OutcomeApplied, t0)
+	if !errors.Is(err, inbox.ErrInvalid) || errors.Is(err, inbox.ErrUnavailable) {
+		t.Errorf("effect over 400 KB: got %v, want inbox.ErrInvalid", err)
+	}
 }
 
 func TestUnavailable(t *testing.T) {
@@ -590,7 +856,14 @@ func TestUnavailable(t *testing.T) {
 		{"complete", func(ctx context.Context) error {
 			return s.Complete(ctx, e, "worker-a", plan, inbox.OutcomeApplied, t0)
 		}},
-		{"fail", func(ctx context.Context) error { return s.Fail(ctx, e.Key, "worker-a", inbox.StatusFailed, "boom", t0) }},
+		{"fail", func(ctx context.Context) error {
+			_, err := s.Fail(ctx, e.Key, inbox.Failure{Owner: "worker-a", Status: inbox.StatusFailed, Cause: "boom"}, t0)
+			return err
+		}},
+		{"revive", func(ctx context.Context) error { _, err := s.Revive(ctx, e.Key, t0); return err }},
+		{"overdue", func(ctx context.Context) error { _, err := s.Overdue(ctx, t0, 10); return err }},
+		{"oldest", func(ctx context.Context) error { _, _, err := s.Oldest(ctx); return err }},
+		{"reschedule", func(ctx context.Context) error { _, err := s.Reschedule(ctx, e.Key, t0, t0); return err }},
 		{"effect", func(ctx context.Context) error { _, err := s.Effect(ctx, "invoice_paid", "in_offline"); return err }},
 	}
 	for _, tt := range tests {
