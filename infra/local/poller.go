@@ -18,13 +18,32 @@ import (
 
 // Poller defaults and limits.
 const (
-	// DefaultBatchSize is used when Poller.BatchSize is zero; it is also the
-	// most one ReceiveMessage call returns.
+	// DefaultBatchSize is used when Poller.BatchSize is zero, as in Lambda.
 	DefaultBatchSize = 10
 	// DefaultWaitTime is the long-poll wait used when Poller.WaitTime is zero.
 	DefaultWaitTime = time.Second
+	// DefaultTimeout is Lambda's default function timeout, used when
+	// Poller.Timeout is zero.
+	DefaultTimeout = 3 * time.Second
+	// DefaultMaxConcurrency is used when Poller.MaxConcurrency is zero. In
+	// AWS an event source without MaximumConcurrency scales up to the
+	// function's concurrency limit; locally that would only multiply long
+	// polls against the emulator, so zero means the template's own default
+	// of ProcessorMaxConcurrency instead.
+	DefaultMaxConcurrency = 5
 
-	maxWaitTime = 20 * time.Second
+	// maxReceive is the most messages one ReceiveMessage call returns.
+	maxReceive = 10
+	// Lambda's limits for an SQS event source on a standard queue and for a
+	// function's timeout.
+	maxBatchSize      = 10000
+	maxBatchingWindow = 300 * time.Second
+	maxTimeout        = 900 * time.Second
+	maxConcurrency    = 1000
+	maxWaitTime       = 20 * time.Second
+	// windowPollInterval spaces the short polls of a batching window's last
+	// fraction of a second, which SQS cannot long-poll.
+	windowPollInterval = 100 * time.Millisecond
 	// deleteTimeout bounds the deletes after a handled batch; they run even
 	// when the poll context is being cancelled, so a batch the handler
 	// finished is not delivered again just because the poller stopped.
@@ -50,29 +69,53 @@ var _ SQSAPI = (*sqs.Client)(nil)
 // Poller that cannot work as configured; retrying does not help.
 var ErrPollerConfig = errors.New("invalid poller configuration")
 
+// errTimedOut is the invocation error of a handler that did not return by
+// its deadline.
+var errTimedOut = errors.New("invocation timed out")
+
 // Poller emulates Lambda's SQS event source mapping with
-// FunctionResponseTypes ReportBatchItemFailures, one batch at a time.
+// FunctionResponseTypes ReportBatchItemFailures.
 //
-// For each batch it receives, it calls Handler once. If Handler returns an
-// error (or panics) nothing is deleted and the whole batch returns after the
-// queue's visibility timeout. Otherwise every message not named in
-// BatchItemFailures is deleted; a failure whose ItemIdentifier is empty or
-// not a message of the batch makes the whole batch count as failed, as it
-// does in Lambda. The visibility of failed messages is left alone, so they
-// come back after the visibility timeout and the queue's RedrivePolicy moves
-// them to the dead-letter queue after maxReceiveCount receives.
+// It assembles batches as Lambda does: up to BatchSize messages, gathered
+// over several receives until the batch is full or BatchingWindow has
+// passed since its first message arrived (with no window, one receive is
+// one batch). For each batch it calls Handler once, with a context whose
+// deadline is Timeout from the start of the invocation. If Handler returns
+// an error, panics or is still running at the deadline, nothing is deleted
+// and the whole batch returns after the queue's visibility timeout; the
+// result of a handler that returns after its deadline is ignored. Otherwise
+// every message not named in BatchItemFailures is deleted; a failure whose
+// ItemIdentifier is empty or not a message of the batch makes the whole
+// batch count as failed, as it does in Lambda. The visibility of failed
+// messages is left alone, so they come back after the visibility timeout
+// and the queue's RedrivePolicy moves them to the dead-letter queue after
+// maxReceiveCount receives.
+//
+// Run keeps up to MaxConcurrency batches in flight at once; PollOnce
+// handles one.
 type Poller struct {
 	SQS      SQSAPI
 	QueueURL string
 	// QueueARN and Region fill each record's eventSourceARN and awsRegion.
 	QueueARN string
 	Region   string
-	// BatchSize is the most messages per batch, 1 to 10; zero means
-	// DefaultBatchSize. (Lambda gathers larger batches over a batching
-	// window; locally one receive is one batch.)
-	BatchSize int32
-	// WaitTime is the long-poll wait of each receive, in whole seconds up to
-	// 20 s; zero means DefaultWaitTime.
+	// BatchSize is the most messages per batch, 1 to 10000; zero means
+	// DefaultBatchSize. Above 10 (the most one receive returns) it needs a
+	// BatchingWindow, as Lambda requires.
+	BatchSize int
+	// BatchingWindow is the event source's MaximumBatchingWindowInSeconds,
+	// up to 300 s: how long after a batch's first message more are gathered
+	// to fill it. Zero hands each receive's messages over at once.
+	BatchingWindow time.Duration
+	// Timeout is the function's Timeout, up to 900 s: each invocation's
+	// deadline. Zero means DefaultTimeout.
+	Timeout time.Duration
+	// MaxConcurrency is the event source's ScalingConfig.MaximumConcurrency:
+	// how many batches Run has in flight at once, 1 to 1000. Zero means
+	// DefaultMaxConcurrency.
+	MaxConcurrency int
+	// WaitTime is the long-poll wait for a batch's first message, in whole
+	// seconds up to 20 s; zero means DefaultWaitTime.
 	WaitTime time.Duration
 	Handler  ProcessorFunc
 	// Logger receives one line per non-empty batch (never message bodies).
@@ -80,13 +123,38 @@ type Poller struct {
 	Logger *slog.Logger
 }
 
-// Run polls until ctx is done and then returns nil. Receive and delete
-// errors are logged and retried after a backoff that grows up to 5 s; only a
+// Run polls with MaxConcurrency workers, each receiving a batch, invoking
+// Handler and deleting in turn, until ctx is done, and then returns nil
+// once every worker has finished its batch. Receive and delete errors are
+// logged and retried after a backoff that grows up to 5 s; only a
 // configuration error (wrapping ErrPollerConfig) ends Run early.
+//
+// A handler that outlives its deadline is abandoned, not stopped (Lambda
+// would end its sandbox), so it may still be running while its worker
+// handles the next batch.
 func (p *Poller) Run(ctx context.Context) error {
 	if err := p.validate(); err != nil {
 		return err
 	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	n := p.maxConcurrency()
+	errs := make(chan error, n)
+	for range n {
+		go func() { errs <- p.work(ctx) }()
+	}
+	var first error
+	for range n {
+		if err := <-errs; err != nil && first == nil {
+			first = err
+			cancel() // the other workers would fail the same way
+		}
+	}
+	return first
+}
+
+// work is one worker of Run: batches one after another until ctx is done.
+func (p *Poller) work(ctx context.Context) error {
 	backoff := time.Duration(0)
 	for ctx.Err() == nil {
 		_, err := p.PollOnce(ctx)
@@ -115,37 +183,40 @@ func (p *Poller) Run(ctx context.Context) error {
 	return nil
 }
 
-// PollOnce receives at most one batch (waiting up to WaitTime for it),
-// hands it to Handler and deletes what succeeded. It returns how many
-// messages it received. The error reports a failed receive or delete or a
-// bad configuration; a batch the handler failed is not an error here, it is
-// simply left on the queue and logged.
+// PollOnce gathers at most one batch (waiting up to WaitTime for its first
+// message and then up to BatchingWindow to fill it), hands it to Handler
+// and deletes what succeeded. It returns how many messages it received. The
+// error reports a failed receive or delete or a bad configuration; a batch
+// the handler failed or that timed out is not an error here, it is simply
+// left on the queue and logged.
+//
+// A receive that fails after the batch's first message ends the gathering:
+// the messages already received are still handed to Handler, and the
+// receive error is returned.
 func (p *Poller) PollOnce(ctx context.Context) (received int, err error) {
 	if err := p.validate(); err != nil {
 		return 0, err
 	}
-	out, err := p.SQS.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{
-		QueueUrl:                    aws.String(p.QueueURL),
-		MaxNumberOfMessages:         p.batchSize(),
-		WaitTimeSeconds:             p.waitSeconds(),
-		MessageSystemAttributeNames: []types.MessageSystemAttributeName{types.MessageSystemAttributeNameAll},
-		MessageAttributeNames:       []string{"All"},
-	})
-	if err != nil {
-		return 0, fmt.Errorf("receive from %s: %w", p.QueueURL, err)
+	msgs, rerr := p.gather(ctx)
+	if len(msgs) == 0 {
+		return 0, rerr
 	}
-	if len(out.Messages) == 0 {
-		return 0, nil
+	if ctx.Err() != nil {
+		// Stopping: invoking with a cancelled context would only fail, and
+		// the messages return after the visibility timeout either way.
+		return len(msgs), rerr
 	}
 
 	start := time.Now()
-	ev := p.event(out.Messages)
-	resp, herr := p.invoke(ctx, ev)
+	reqID := newUUID()
+	ev := p.event(msgs)
+	resp, herr := p.invoke(ctx, ev, reqID)
 	toDelete, failed, reason := deletions(ev, resp, herr)
 	deleted, derr := p.delete(ctx, toDelete)
 
 	attrs := []slog.Attr{
 		slog.String("queue_url", p.QueueURL),
+		slog.String("request_id", reqID),
 		slog.Int("received", len(ev.Records)),
 		slog.Int("failed", failed),
 		slog.Int("deleted", deleted),
@@ -156,12 +227,72 @@ func (p *Poller) PollOnce(ctx context.Context) (received int, err error) {
 		level = slog.LevelWarn
 		attrs = append(attrs, slog.String("batch_failed", reason))
 	}
-	if derr != nil {
+	err = errors.Join(rerr, derr)
+	if err != nil {
 		level = slog.LevelError
-		attrs = append(attrs, slog.String("error", derr.Error()))
+		attrs = append(attrs, slog.String("error", err.Error()))
 	}
 	p.logger().LogAttrs(ctx, level, "sqs batch", attrs...)
-	return len(ev.Records), derr
+	return len(ev.Records), err
+}
+
+// gather receives one batch the way the event source mapping assembles it:
+// a long poll of up to WaitTime for a first message, then, with a batching
+// window, more receives until BatchSize messages are in or the window has
+// passed since the first one arrived.
+//
+// SQS long-polls in whole seconds, so each further receive waits only the
+// whole seconds left in the window and the last fraction of a second is
+// covered by short polls: a receive is never cancelled mid-flight, which
+// could make messages it took invisible, and count a receive for them,
+// without anyone handling them. (A short poll sends no WaitTimeSeconds, so
+// it relies on the queue's ReceiveMessageWaitTimeSeconds being 0, its
+// default and what Provision leaves.)
+func (p *Poller) gather(ctx context.Context) ([]types.Message, error) {
+	size := p.batchSize()
+	msgs, err := p.receive(ctx, min(size, maxReceive), p.waitSeconds())
+	if err != nil || len(msgs) == 0 || p.BatchingWindow == 0 {
+		return msgs, err
+	}
+	windowEnd := time.Now().Add(p.BatchingWindow)
+	for len(msgs) < size {
+		left := time.Until(windowEnd)
+		if left <= 0 {
+			break
+		}
+		wait := int32(min(left, maxWaitTime) / time.Second)
+		more, err := p.receive(ctx, min(size-len(msgs), maxReceive), wait)
+		msgs = append(msgs, more...)
+		if err != nil {
+			return msgs, err
+		}
+		if len(more) == 0 && wait == 0 {
+			t := time.NewTimer(min(left, windowPollInterval))
+			select {
+			case <-ctx.Done():
+				t.Stop()
+				return msgs, fmt.Errorf("receive from %s: %w", p.QueueURL, ctx.Err())
+			case <-t.C:
+			}
+		}
+	}
+	return msgs, nil
+}
+
+// receive is one ReceiveMessage call asking for every attribute Lambda
+// puts in a record.
+func (p *Poller) receive(ctx context.Context, max int, waitSeconds int32) ([]types.Message, error) {
+	out, err := p.SQS.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{
+		QueueUrl:                    aws.String(p.QueueURL),
+		MaxNumberOfMessages:         int32(max),
+		WaitTimeSeconds:             waitSeconds,
+		MessageSystemAttributeNames: []types.MessageSystemAttributeName{types.MessageSystemAttributeNameAll},
+		MessageAttributeNames:       []string{"All"},
+	})
+	if err != nil {
+		return nil, fmt.Errorf("receive from %s: %w", p.QueueURL, err)
+	}
+	return out.Messages, nil
 }
 
 // event converts received messages into the event Lambda would send.
@@ -200,21 +331,49 @@ func (p *Poller) event(msgs []types.Message) events.SQSEvent {
 }
 
 // invoke calls the handler as the Lambda runtime does: with a lambdacontext
-// carrying a fresh request id, a panic becoming an invocation error.
-func (p *Poller) invoke(ctx context.Context, ev events.SQSEvent) (resp events.SQSEventResponse, err error) {
-	defer func() {
-		if r := recover(); r != nil {
-			err = fmt.Errorf("processor handler panicked: %v", r)
-		}
+// carrying the invocation's request id, a context whose deadline is Timeout
+// from now (what lambdacontext users read with ctx.Deadline), and a panic
+// becoming an invocation error. A handler still running at the deadline
+// has timed out: invoke returns an error wrapping errTimedOut at once and
+// the handler's eventual result is dropped.
+func (p *Poller) invoke(ctx context.Context, ev events.SQSEvent, reqID string) (events.SQSEventResponse, error) {
+	timeout := p.timeout()
+	deadline := time.Now().Add(timeout)
+	ictx, cancel := context.WithDeadline(ctx, deadline)
+	ictx = lambdacontext.NewContext(ictx, &lambdacontext.LambdaContext{AwsRequestID: reqID})
+	type result struct {
+		resp events.SQSEventResponse
+		err  error
+	}
+	done := make(chan result, 1) // buffered: a timed-out handler's send never blocks
+	go func() {
+		defer cancel()
+		var r result
+		defer func() {
+			if v := recover(); v != nil {
+				r = result{err: fmt.Errorf("processor handler panicked: %v", v)}
+			}
+			done <- r
+		}()
+		r.resp, r.err = p.Handler(ictx, ev)
 	}()
-	ctx = lambdacontext.NewContext(ctx, &lambdacontext.LambdaContext{AwsRequestID: newUUID()})
-	return p.Handler(ctx, ev)
+	t := time.NewTimer(time.Until(deadline))
+	defer t.Stop()
+	select {
+	case r := <-done:
+		return r.resp, r.err
+	case <-t.C:
+		return events.SQSEventResponse{}, fmt.Errorf("%w after %s", errTimedOut, timeout)
+	}
 }
 
 // deletions decides, as Lambda does, which records of a handled batch to
 // delete. It returns them, the number of records that failed, and why the
 // whole batch failed ("" when it did not).
 func deletions(ev events.SQSEvent, resp events.SQSEventResponse, handlerErr error) (toDelete []events.SQSMessage, failed int, batchFailed string) {
+	if errors.Is(handlerErr, errTimedOut) {
+		return nil, len(ev.Records), handlerErr.Error()
+	}
 	if handlerErr != nil {
 		return nil, len(ev.Records), "handler error: " + handlerErr.Error()
 	}
@@ -286,19 +445,41 @@ func (p *Poller) validate() error {
 		return fmt.Errorf("%w: Handler is nil", ErrPollerConfig)
 	case p.QueueURL == "":
 		return fmt.Errorf("%w: QueueURL is empty", ErrPollerConfig)
-	case p.BatchSize < 0 || p.BatchSize > DefaultBatchSize:
-		return fmt.Errorf("%w: BatchSize %d is outside 1..10", ErrPollerConfig, p.BatchSize)
+	case p.BatchSize < 0 || p.BatchSize > maxBatchSize:
+		return fmt.Errorf("%w: BatchSize %d is outside 1..%d", ErrPollerConfig, p.BatchSize, maxBatchSize)
+	case p.BatchingWindow < 0 || p.BatchingWindow > maxBatchingWindow:
+		return fmt.Errorf("%w: BatchingWindow %s is outside 0..%s", ErrPollerConfig, p.BatchingWindow, maxBatchingWindow)
+	case p.BatchSize > maxReceive && p.BatchingWindow == 0:
+		return fmt.Errorf("%w: BatchSize %d needs a BatchingWindow, as in Lambda (one receive returns at most %d)", ErrPollerConfig, p.BatchSize, maxReceive)
+	case p.Timeout < 0 || p.Timeout > maxTimeout:
+		return fmt.Errorf("%w: Timeout %s is outside 0..%s", ErrPollerConfig, p.Timeout, maxTimeout)
+	case p.MaxConcurrency < 0 || p.MaxConcurrency > maxConcurrency:
+		return fmt.Errorf("%w: MaxConcurrency %d is outside 0..%d", ErrPollerConfig, p.MaxConcurrency, maxConcurrency)
 	case p.WaitTime < 0 || p.WaitTime > maxWaitTime:
 		return fmt.Errorf("%w: WaitTime %s is outside 0..20s", ErrPollerConfig, p.WaitTime)
 	}
 	return nil
 }
 
-func (p *Poller) batchSize() int32 {
+func (p *Poller) batchSize() int {
 	if p.BatchSize == 0 {
 		return DefaultBatchSize
 	}
 	return p.BatchSize
+}
+
+func (p *Poller) timeout() time.Duration {
+	if p.Timeout == 0 {
+		return DefaultTimeout
+	}
+	return p.Timeout
+}
+
+func (p *Poller) maxConcurrency() int {
+	if p.MaxConcurrency == 0 {
+		return DefaultMaxConcurrency
+	}
+	return p.MaxConcurrency
 }
 
 // waitSeconds rounds WaitTime up to whole seconds, the unit SQS takes.

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"slices"
 	"strconv"
 	"strings"
@@ -365,6 +366,87 @@ func TestPollerAgainstMoto(t *testing.T) {
 		}
 	})
 
+	t.Run("a handler slower than Timeout leaves its batch and the poller goes on", func(t *testing.T) {
+		t.Parallel()
+		q := mustQueues(t, client)
+		q.mustSend(t, "a", "b")
+		release := make(chan struct{})
+		late := make(chan error, 2)
+		rec := &recorder{decide: func(ev events.SQSEvent) (events.SQSEventResponse, error) {
+			if ev.Records[0].Attributes["ApproximateReceiveCount"] != "1" {
+				return events.SQSEventResponse{}, nil
+			}
+			<-release // ignores its deadline, as a stuck handler would
+			late <- nil
+			return events.SQSEventResponse{}, nil // success, but too late to count
+		}}
+		var logs syncBuffer
+		p := newTestPoller(q, rec.handle)
+		p.Timeout = 200 * time.Millisecond
+		p.Logger = slog.New(slog.NewJSONHandler(&logs, nil))
+
+		pollUntil(t, p, "both messages", func() bool { return len(rec.records()) >= 2 })
+		if got := mustCount(t, client, q.url); got != 2 {
+			t.Errorf("messages left after the timed-out batch = %d, want 2", got)
+		}
+		if !strings.Contains(logs.String(), "invocation timed out after 200ms") {
+			t.Errorf("log = %s, want the batch logged as timed out", logs.String())
+		}
+		rec.mu.Lock()
+		slow := len(rec.batches) // each first delivery's batch is still running
+		rec.mu.Unlock()
+		close(release)
+		for range slow {
+			<-late
+		}
+		if got := mustCount(t, client, q.url); got != 2 {
+			t.Errorf("messages left after the late handler returned = %d, want 2 (its result ignored)", got)
+		}
+		pollUntil(t, p, "both messages to return", func() bool { return len(rec.records()) >= 4 })
+		for _, r := range rec.records()[2:] {
+			if r.Attributes["ApproximateReceiveCount"] != "2" {
+				t.Errorf("message %s receive count = %s, want 2", r.MessageId, r.Attributes["ApproximateReceiveCount"])
+			}
+		}
+		if n := mustCount(t, client, q.url); n != 0 {
+			t.Errorf("messages left = %d, want 0", n)
+		}
+	})
+
+	t.Run("gathers a batch over several receives up to BatchSize", func(t *testing.T) {
+		t.Parallel()
+		q := mustQueues(t, client)
+		bodies := make([]string, 25)
+		for i := range bodies {
+			bodies[i] = "m" + strconv.Itoa(i)
+		}
+		ids := q.mustSend(t, bodies...)
+		rec := &recorder{}
+		p := newTestPoller(q, rec.handle)
+		p.BatchSize = 25
+		// Long enough never to pass here: the batch fills first.
+		p.BatchingWindow = 20 * time.Second
+
+		pollUntil(t, p, "a batch", func() bool { return len(rec.records()) > 0 })
+		rec.mu.Lock()
+		defer rec.mu.Unlock()
+		if len(rec.batches) != 1 {
+			t.Fatalf("batches = %d, want 1", len(rec.batches))
+		}
+		var got []string
+		for _, r := range rec.batches[0].Records {
+			got = append(got, r.MessageId)
+		}
+		slices.Sort(got)
+		slices.Sort(ids)
+		if !slices.Equal(got, ids) {
+			t.Errorf("batch = %d messages %v, want the 25 sent %v", len(got), got, ids)
+		}
+		if n := mustCount(t, client, q.url); n != 0 {
+			t.Errorf("messages left = %d, want 0", n)
+		}
+	})
+
 	t.Run("Run handles messages until cancelled", func(t *testing.T) {
 		t.Parallel()
 		q := mustQueues(t, client)
@@ -504,7 +586,13 @@ func TestPollerConfig(t *testing.T) {
 		{"no client", Poller{QueueURL: "http://q", Handler: h}},
 		{"no handler", Poller{SQS: &fakeSQS{}, QueueURL: "http://q"}},
 		{"no queue url", Poller{SQS: &fakeSQS{}, Handler: h}},
-		{"batch too large", Poller{SQS: &fakeSQS{}, QueueURL: "http://q", Handler: h, BatchSize: 11}},
+		{"batch too large", Poller{SQS: &fakeSQS{}, QueueURL: "http://q", Handler: h, BatchSize: 10001, BatchingWindow: time.Second}},
+		{"batch over 10 without a window", Poller{SQS: &fakeSQS{}, QueueURL: "http://q", Handler: h, BatchSize: 11}},
+		{"window too long", Poller{SQS: &fakeSQS{}, QueueURL: "http://q", Handler: h, BatchingWindow: 301 * time.Second}},
+		{"negative window", Poller{SQS: &fakeSQS{}, QueueURL: "http://q", Handler: h, BatchingWindow: -time.Second}},
+		{"timeout too long", Poller{SQS: &fakeSQS{}, QueueURL: "http://q", Handler: h, Timeout: 901 * time.Second}},
+		{"negative concurrency", Poller{SQS: &fakeSQS{}, QueueURL: "http://q", Handler: h, MaxConcurrency: -1}},
+		{"concurrency too high", Poller{SQS: &fakeSQS{}, QueueURL: "http://q", Handler: h, MaxConcurrency: 1001}},
 		{"wait too long", Poller{SQS: &fakeSQS{}, QueueURL: "http://q", Handler: h, WaitTime: 21 * time.Second}},
 	}
 	for _, tt := range tests {
@@ -529,7 +617,8 @@ func TestRunRetriesReceiveErrorsAndStopsOnCancel(t *testing.T) {
 		}
 		return nil, errors.New("connection refused")
 	}}
-	p := &Poller{SQS: f, QueueURL: "http://q",
+	// One worker, so the receive calls are the retries of a single loop.
+	p := &Poller{SQS: f, QueueURL: "http://q", MaxConcurrency: 1,
 		Handler: func(context.Context, events.SQSEvent) (events.SQSEventResponse, error) {
 			return events.SQSEventResponse{}, nil
 		}}
@@ -538,5 +627,297 @@ func TestRunRetriesReceiveErrorsAndStopsOnCancel(t *testing.T) {
 	}
 	if got := calls.Load(); got != 2 {
 		t.Errorf("receive calls = %d, want 2", got)
+	}
+}
+
+// syncBuffer is a bytes.Buffer safe for a logger and a test to share.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// endless is a fake receive that hands out count new messages per call (at
+// most what the call asks for) and a context error once ctx is done.
+func endless(perCall int) func(context.Context, *sqs.ReceiveMessageInput) (*sqs.ReceiveMessageOutput, error) {
+	var seq atomic.Int64
+	return func(ctx context.Context, in *sqs.ReceiveMessageInput) (*sqs.ReceiveMessageOutput, error) {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		n := min(perCall, int(in.MaxNumberOfMessages))
+		ids := make([]string, n)
+		for i := range ids {
+			ids[i] = "m" + strconv.FormatInt(seq.Add(1), 10)
+		}
+		return &sqs.ReceiveMessageOutput{Messages: fakeMessages(ids...)}, nil
+	}
+}
+
+func TestPollOnceInvocationDeadline(t *testing.T) {
+	const timeout = 7 * time.Minute
+	var (
+		deadlines []time.Time
+		ids       []string
+	)
+	f := &fakeSQS{receive: endless(1)}
+	p := &Poller{SQS: f, QueueURL: "http://q", Timeout: timeout,
+		Handler: func(ctx context.Context, ev events.SQSEvent) (events.SQSEventResponse, error) {
+			d, ok := ctx.Deadline()
+			if !ok {
+				return events.SQSEventResponse{}, errors.New("no deadline")
+			}
+			deadlines = append(deadlines, d)
+			lc, _ := lambdacontext.FromContext(ctx)
+			if lc != nil {
+				ids = append(ids, lc.AwsRequestID)
+			}
+			return events.SQSEventResponse{}, nil
+		}}
+	for i := range 2 {
+		before := time.Now()
+		if _, err := p.PollOnce(context.Background()); err != nil {
+			t.Fatalf("PollOnce: %v", err)
+		}
+		after := time.Now()
+		if len(deadlines) != i+1 {
+			t.Fatalf("invocations = %d, want %d", len(deadlines), i+1)
+		}
+		if d := deadlines[i]; d.Before(before.Add(timeout)) || d.After(after.Add(timeout)) {
+			t.Errorf("deadline = %v, want Timeout (%s) after the invocation started, between %v and %v", d, timeout, before.Add(timeout), after.Add(timeout))
+		}
+	}
+	if len(ids) != 2 || ids[0] == "" || ids[0] == ids[1] {
+		t.Errorf("request ids = %q, want two distinct", ids)
+	}
+}
+
+func TestPollOnceTimedOutHandler(t *testing.T) {
+	f := &fakeSQS{receive: func(context.Context, *sqs.ReceiveMessageInput) (*sqs.ReceiveMessageOutput, error) {
+		return &sqs.ReceiveMessageOutput{Messages: fakeMessages("m1", "m2")}, nil
+	}}
+	release := make(chan struct{})
+	returned := make(chan error, 1)
+	var logs syncBuffer
+	p := &Poller{SQS: f, QueueURL: "http://q", Timeout: 50 * time.Millisecond, Logger: slog.New(slog.NewJSONHandler(&logs, nil)),
+		Handler: func(ctx context.Context, ev events.SQSEvent) (events.SQSEventResponse, error) {
+			<-ctx.Done()
+			err := ctx.Err()
+			<-release
+			returned <- err
+			return events.SQSEventResponse{}, nil // would delete both, were it on time
+		}}
+	n, err := p.PollOnce(context.Background())
+	if err != nil || n != 2 {
+		t.Fatalf("PollOnce = %d, %v, want 2, nil", n, err)
+	}
+	if len(f.deleted) != 0 {
+		t.Errorf("deleted = %v after the timeout, want none", f.deleted)
+	}
+	close(release)
+	if ctxErr := <-returned; !errors.Is(ctxErr, context.DeadlineExceeded) {
+		t.Errorf("handler's context error = %v, want DeadlineExceeded", ctxErr)
+	}
+	f.mu.Lock()
+	deleted := slices.Clone(f.deleted)
+	f.mu.Unlock()
+	if len(deleted) != 0 {
+		t.Errorf("deleted = %v after the late result, want none", deleted)
+	}
+	out := logs.String()
+	for _, want := range []string{`"level":"WARN"`, `"batch_failed":"invocation timed out after 50ms"`, `"deleted":0`, `"failed":2`} {
+		if !strings.Contains(out, want) {
+			t.Errorf("log = %s, want it to contain %s", out, want)
+		}
+	}
+}
+
+func TestPollOnceGathersBatches(t *testing.T) {
+	tests := []struct {
+		name      string
+		batchSize int
+		window    time.Duration
+		perCall   int  // messages a receive returns, at most what it asks for
+		onlyFirst bool // later receives find the queue empty
+		wantBatch int
+		wantAsked []int32 // MaxNumberOfMessages of each receive
+	}{
+		{"no window: one receive is one batch", 10, 0, 3, false, 3, []int32{10}},
+		{"BatchSize over 10 over several receives", 25, time.Minute, 10, false, 25, []int32{10, 10, 5}},
+		{"window fills a batch from a trickle", 4, time.Minute, 1, false, 4, []int32{4, 3, 2, 1}},
+		{"batch of at most one receive", 5, time.Minute, 10, false, 5, []int32{5}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f := &fakeSQS{receive: endless(tt.perCall)}
+			var got []events.SQSEvent
+			p := &Poller{SQS: f, QueueURL: "http://q", BatchSize: tt.batchSize, BatchingWindow: tt.window,
+				Handler: func(_ context.Context, ev events.SQSEvent) (events.SQSEventResponse, error) {
+					got = append(got, ev)
+					return events.SQSEventResponse{}, nil
+				}}
+			n, err := p.PollOnce(context.Background())
+			if err != nil || n != tt.wantBatch {
+				t.Fatalf("PollOnce = %d, %v, want %d, nil", n, err, tt.wantBatch)
+			}
+			if len(got) != 1 || len(got[0].Records) != tt.wantBatch {
+				t.Fatalf("batches = %d, want one of %d", len(got), tt.wantBatch)
+			}
+			var asked []int32
+			for _, in := range f.received {
+				asked = append(asked, in.MaxNumberOfMessages)
+			}
+			if !slices.Equal(asked, tt.wantAsked) {
+				t.Errorf("receives asked for %v messages, want %v", asked, tt.wantAsked)
+			}
+			if len(f.deleted) != tt.wantBatch {
+				t.Errorf("deleted %d, want %d", len(f.deleted), tt.wantBatch)
+			}
+		})
+	}
+
+	t.Run("the window passes before the batch fills", func(t *testing.T) {
+		const window = 300 * time.Millisecond
+		var calls atomic.Int32
+		f := &fakeSQS{receive: func(ctx context.Context, in *sqs.ReceiveMessageInput) (*sqs.ReceiveMessageOutput, error) {
+			if calls.Add(1) == 1 {
+				return &sqs.ReceiveMessageOutput{Messages: fakeMessages("m1", "m2")}, nil
+			}
+			return &sqs.ReceiveMessageOutput{}, nil
+		}}
+		var got []events.SQSEvent
+		p := &Poller{SQS: f, QueueURL: "http://q", BatchSize: 10, BatchingWindow: window,
+			Handler: func(_ context.Context, ev events.SQSEvent) (events.SQSEventResponse, error) {
+				got = append(got, ev)
+				return events.SQSEventResponse{}, nil
+			}}
+		if n, err := p.PollOnce(context.Background()); err != nil || n != 2 {
+			t.Fatalf("PollOnce = %d, %v, want 2, nil", n, err)
+		}
+		if len(got) != 1 || len(got[0].Records) != 2 {
+			t.Fatalf("batches = %v, want one of 2", got)
+		}
+		if len(f.received) < 2 {
+			t.Fatalf("receives = %d, want more than the first within the window", len(f.received))
+		}
+		for i, in := range f.received[1:] {
+			// Less than a second of window left: short polls, never a long
+			// poll that would outlast it.
+			if in.WaitTimeSeconds != 0 || in.MaxNumberOfMessages != 8 {
+				t.Errorf("receive %d = wait %ds for %d, want a short poll for 8", i+2, in.WaitTimeSeconds, in.MaxNumberOfMessages)
+			}
+		}
+	})
+
+	t.Run("a receive error ends the gathering but not the batch", func(t *testing.T) {
+		var calls atomic.Int32
+		f := &fakeSQS{receive: func(ctx context.Context, in *sqs.ReceiveMessageInput) (*sqs.ReceiveMessageOutput, error) {
+			if calls.Add(1) == 1 {
+				return &sqs.ReceiveMessageOutput{Messages: fakeMessages("m1")}, nil
+			}
+			return nil, errors.New("connection reset")
+		}}
+		handled := 0
+		p := &Poller{SQS: f, QueueURL: "http://q", BatchSize: 10, BatchingWindow: time.Minute,
+			Handler: func(_ context.Context, ev events.SQSEvent) (events.SQSEventResponse, error) {
+				handled += len(ev.Records)
+				return events.SQSEventResponse{}, nil
+			}}
+		n, err := p.PollOnce(context.Background())
+		if n != 1 || err == nil || !strings.Contains(err.Error(), "connection reset") {
+			t.Errorf("PollOnce = %d, %v, want 1 and the receive error", n, err)
+		}
+		if handled != 1 || !slices.Equal(f.deleted, []string{"rh-m1"}) {
+			t.Errorf("handled %d, deleted %v, want the message received handled and deleted", handled, f.deleted)
+		}
+	})
+}
+
+func TestRunMaxConcurrency(t *testing.T) {
+	tests := []struct {
+		name           string
+		maxConcurrency int
+		want           int
+	}{
+		{"one", 1, 1},
+		{"three", 3, 3},
+		{"zero means the default", 0, DefaultMaxConcurrency},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			const batchesPerWorker = 3
+			var (
+				inflight, peak, started, handled atomic.Int32
+				allIn                            = make(chan struct{})
+				enough                           = make(chan struct{})
+				release                          = make(chan struct{})
+			)
+			total := int32(batchesPerWorker * tt.want)
+			p := &Poller{SQS: &fakeSQS{receive: endless(1)}, QueueURL: "http://q", MaxConcurrency: tt.maxConcurrency, Timeout: 15 * time.Minute,
+				Handler: func(ctx context.Context, ev events.SQSEvent) (events.SQSEventResponse, error) {
+					n := inflight.Add(1)
+					defer inflight.Add(-1)
+					for {
+						old := peak.Load()
+						if n <= old || peak.CompareAndSwap(old, n) {
+							break
+						}
+					}
+					// No handler returns before want of them run at once.
+					if started.Add(1) == int32(tt.want) {
+						close(allIn)
+					}
+					<-release
+					if handled.Add(1) == total {
+						close(enough)
+					}
+					return events.SQSEventResponse{}, nil
+				}}
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			done := make(chan error, 1)
+			go func() { done <- p.Run(ctx) }()
+
+			select {
+			case <-allIn:
+			case <-time.After(waitBound):
+				t.Fatalf("%d handlers started, want %d running at once", started.Load(), tt.want)
+			}
+			if n := inflight.Load(); n != int32(tt.want) {
+				t.Errorf("handlers in flight = %d, want %d", n, tt.want)
+			}
+			close(release)
+			select {
+			case <-enough:
+			case <-time.After(waitBound):
+				t.Fatalf("handled %d batches, want %d", handled.Load(), total)
+			}
+			cancel()
+			select {
+			case err := <-done:
+				if err != nil {
+					t.Errorf("Run = %v, want nil after cancel", err)
+				}
+			case <-time.After(waitBound):
+				t.Fatal("Run did not return after cancel")
+			}
+			if got := peak.Load(); got != int32(tt.want) {
+				t.Errorf("most handlers at once = %d, want %d", got, tt.want)
+			}
+			if n := inflight.Load(); n != 0 {
+				t.Errorf("handlers still running after Run returned = %d, want 0", n)
+			}
+		})
 	}
 }

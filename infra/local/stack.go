@@ -204,15 +204,19 @@ func Setup(ctx context.Context, cfg aws.Config, templatePath string, sources Sou
 	return s, nil
 }
 
-// Poller returns the local event source mapping for the processor.
+// Poller returns the local event source mapping for the processor, with
+// the template's BatchSize, MaximumBatchingWindowInSeconds,
+// MaximumConcurrency (none declared: DefaultMaxConcurrency) and the
+// processor's Timeout. A combination Lambda would refuse, such as a
+// BatchSize over 10 without a window, makes the poller's PollOnce and Run
+// fail with ErrPollerConfig.
 func (s *Stack) Poller(client SQSAPI, region string, log *slog.Logger) *Poller {
-	batch := s.Resources.BatchSize
-	if batch > 10 || batch < 1 {
-		batch = 10
-	}
+	r := s.Resources
 	return &Poller{
-		SQS: client, QueueURL: s.Resources.QueueURL, QueueARN: s.Resources.QueueARN, Region: region,
-		BatchSize: int32(batch), Handler: s.Processor.Handle, Logger: log,
+		SQS: client, QueueURL: r.QueueURL, QueueARN: r.QueueARN, Region: region,
+		BatchSize: r.BatchSize, BatchingWindow: r.BatchingWindow,
+		MaxConcurrency: r.MaxConcurrency, Timeout: r.FunctionTimeout,
+		Handler: s.Processor.Handle, Logger: log,
 	}
 }
 

@@ -84,7 +84,8 @@ type Resources struct {
 	VisibilityTimeout time.Duration
 	BatchSize         int
 	BatchingWindow    time.Duration
-	MaxConcurrency    int // the event source's MaximumConcurrency; 0 when unlimited
+	MaxConcurrency    int           // the event source's MaximumConcurrency; 0 when unlimited
+	FunctionTimeout   time.Duration // the processor function's Timeout
 }
 
 // Provision creates the inbox table (then enables its TTL), the dead-letter
@@ -141,6 +142,7 @@ func Provision(ctx context.Context, ddb DynamoDBAPI, sq SQSAPI, t *Template, opt
 		BatchSize:         fn.SQS.BatchSize,
 		BatchingWindow:    fn.SQS.BatchingWindow,
 		MaxConcurrency:    fn.SQS.MaximumConcurrency,
+		FunctionTimeout:   fn.Timeout,
 	}, nil
 }
 

@@ -73,6 +73,7 @@ func testProvisionCreates(t *testing.T, ddb *dynamodb.Client, sq *sqs.Client) {
 		BatchSize:         10,
 		BatchingWindow:    time.Second,
 		MaxConcurrency:    5,
+		FunctionTimeout:   30 * time.Second,
 	}
 	got := res
 	got.QueueURL, got.QueueARN, got.DLQURL, got.DLQARN = "", "", "", ""
