@@ -87,8 +87,10 @@ func Processor(cfg config.Config, awsCfg aws.Config, log *slog.Logger) (*process
 func Replay(cfg config.Config, awsCfg aws.Config, log *slog.Logger) *replay.Replayer {
 	client := sqs.NewFromConfig(awsCfg)
 	return &replay.Replayer{
-		DLQ:    queue.New(client, cfg.DLQURL),
-		Main:   queue.New(client, cfg.QueueURL),
-		Logger: log,
+		DLQ:        queue.New(client, cfg.DLQURL),
+		Main:       queue.New(client, cfg.QueueURL),
+		Store:      inboxstore.New(dynamodb.NewFromConfig(awsCfg), cfg.InboxTable, cfg.Retention),
+		SweepAfter: cfg.SweepAfter,
+		Logger:     log,
 	}
 }

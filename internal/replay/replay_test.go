@@ -6,28 +6,23 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"path/filepath"
 	"sort"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
+	"github.com/webhook-inbox/webhook-inbox/infra/local/template"
 	"github.com/webhook-inbox/webhook-inbox/internal/awstest"
+	"github.com/webhook-inbox/webhook-inbox/internal/effects"
 	"github.com/webhook-inbox/webhook-inbox/internal/inbox"
+	"github.com/webhook-inbox/webhook-inbox/internal/inboxstore"
 	"github.com/webhook-inbox/webhook-inbox/internal/queue"
 	"github.com/webhook-inbox/webhook-inbox/internal/replay"
 )
-
-func mustQueue(tb testing.TB, client *sqs.Client, name string) *queue.Queue {
-	tb.Helper()
-	out, err := client.CreateQueue(context.Background(), &sqs.CreateQueueInput{QueueName: aws.String(name)})
-	if err != nil {
-		tb.Fatal(err)
-	}
-	return queue.New(client, *out.QueueUrl)
-}
 
 func drainAll(tb testing.TB, q *queue.Queue) []string {
 	tb.Helper()
@@ -50,59 +45,209 @@ func drainAll(tb testing.TB, q *queue.Queue) []string {
 	}
 }
 
+// stack is the table and queues of template.yaml, provisioned in a fresh
+// moto, with the handles the tests use.
+type stack struct {
+	store     *inboxstore.Store
+	dlq, main *queue.Queue
+}
+
+func mustStack(tb testing.TB) stack {
+	tb.Helper()
+	s := awstest.Start(tb)
+	cfg := s.SerialConfig()
+	root, err := awstest.ModuleRoot()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tpl, err := template.Load(filepath.Join(root, "template.yaml"))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	db, client := dynamodb.NewFromConfig(cfg), sqs.NewFromConfig(cfg)
+	res, err := template.Provision(context.Background(), db, client, tpl, template.ProvisionOptions{})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return stack{
+		store: inboxstore.New(db, res.TableName, 24*time.Hour),
+		dlq:   queue.New(client, res.DLQURL),
+		main:  queue.New(client, res.QueueURL),
+	}
+}
+
+func (st stack) replayer(now time.Time) *replay.Replayer {
+	return &replay.Replayer{
+		DLQ: st.dlq, Main: st.main, Store: st.store, SweepAfter: 5 * time.Minute,
+		Logger: slog.New(slog.NewJSONHandler(&bytes.Buffer{}, nil)),
+		Now:    func() time.Time { return now },
+	}
+}
+
+var t0 = time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
+
+// mustEvent stores an event and brings it to status: received, failed,
+// processed or dead (by message "m-<id>").
+func mustEvent(tb testing.TB, s *inboxstore.Store, id string, status inbox.Status, at time.Time) inbox.Key {
+	tb.Helper()
+	ctx := context.Background()
+	k := inbox.Key{Source: "stripe", EventID: id}
+	ev := inbox.Event{Key: k, Kind: "stripe", Type: "invoice.paid", Payload: []byte(`{}`), Status: inbox.StatusReceived, ReceivedAt: at, UpdatedAt: at}
+	if _, err := s.Insert(ctx, ev, at); err != nil {
+		tb.Fatal(err)
+	}
+	if status == inbox.StatusReceived {
+		return k
+	}
+	claimed, err := s.Claim(ctx, k, "w", at, at.Add(time.Second))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	switch status {
+	case inbox.StatusProcessed:
+		err = s.Complete(ctx, claimed, "w", effects.Plan{}, inbox.OutcomeIgnored, at)
+	case inbox.StatusFailed:
+		_, err = s.Fail(ctx, k, inbox.Failure{Owner: "w", Status: inbox.StatusFailed, Cause: "boom", RetryAt: at.Add(time.Minute)}, at)
+	case inbox.StatusDead:
+		_, err = s.Fail(ctx, k, inbox.Failure{Owner: "w", Status: inbox.StatusDead, Cause: "boom", MessageID: "m-" + id}, at)
+	}
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return k
+}
+
+func bodyOf(tb testing.TB, k inbox.Key) string {
+	tb.Helper()
+	b, err := inbox.EncodeMessage(k)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return b
+}
+
+// TestDrainDLQ: dead events are revived and their messages moved; a
+// processed event's message is deleted; orphans and poison stay in the DLQ
+// for an operator, never cycled.
 func TestDrainDLQ(t *testing.T) {
-	s := awstest.Start(t)
-	client := sqs.NewFromConfig(s.Config())
-	dlq, main := mustQueue(t, client, "dlq"), mustQueue(t, client, "main")
+	st := mustStack(t)
+	ctx := context.Background()
 	const n = 13
+	var dead []string
 	for i := range n {
-		if err := dlq.Enqueue(context.Background(), inbox.Key{Source: "stripe", EventID: fmt.Sprintf("evt_%02d", i)}); err != nil {
+		k := mustEvent(t, st.store, fmt.Sprintf("evt_%02d", i), inbox.StatusDead, t0)
+		dead = append(dead, bodyOf(t, k))
+		if err := st.dlq.Enqueue(ctx, k); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if err := dlq.Send(context.Background(), "not one of ours"); err != nil {
-		t.Fatal(err)
+	done := mustEvent(t, st.store, "evt_done", inbox.StatusProcessed, t0)
+	for _, body := range []string{"not one of ours", bodyOf(t, done), bodyOf(t, inbox.Key{Source: "stripe", EventID: "evt_gone"})} {
+		if err := st.dlq.Send(ctx, body); err != nil {
+			t.Fatal(err)
+		}
 	}
-	r := &replay.Replayer{DLQ: dlq, Main: main, Logger: slog.New(slog.NewJSONHandler(&bytes.Buffer{}, nil))}
+	r := st.replayer(t0.Add(time.Hour))
 
 	// The default is a dry run: it reports and moves nothing.
-	sum, err := r.Handle(context.Background(), replay.Request{})
+	sum, err := r.Handle(ctx, replay.Request{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !sum.DryRun || sum.Examined != n+1 || sum.Moved != 0 || sum.Unreadable != 1 || len(sum.Events) != n || sum.Error != "" {
-		t.Fatalf("dry run: got %+v, want %d examined, 1 unreadable, nothing moved", sum, n+1)
+	if !sum.DryRun || sum.Examined != n+3 || sum.Moved != 0 || sum.Unreadable != 1 || sum.Orphans != 1 || sum.Processed != 1 || len(sum.Events) != n+2 || sum.Error != "" {
+		t.Fatalf("dry run: got %+v", sum)
 	}
-	if got := drainAll(t, main); len(got) != 0 {
+	if got := drainAll(t, st.main); len(got) != 0 {
 		t.Fatalf("dry run moved %d messages", len(got))
+	}
+	if ev, _ := st.store.Get(ctx, inbox.Key{Source: "stripe", EventID: "evt_00"}, t0); ev.Status != inbox.StatusDead {
+		t.Fatalf("dry run revived an event: %s", ev.Status)
 	}
 
 	// A limited run moves only that many.
 	no := false
-	sum, err = r.Handle(context.Background(), replay.Request{DryRun: &no, Limit: 4})
-	if err != nil || sum.Moved != 4 || sum.Examined != 4 {
-		t.Fatalf("limited: got %+v, %v; want 4 moved", sum, err)
+	sum, err = r.Handle(ctx, replay.Request{DryRun: &no, Limit: 4})
+	if err != nil || sum.Examined != 4 || sum.Moved+sum.Processed+sum.Orphans+sum.Unreadable != 4 {
+		t.Fatalf("limited: got %+v, %v", sum, err)
 	}
-	sum, err = r.Handle(context.Background(), replay.Request{DryRun: &no})
-	if err != nil || sum.Moved != n+1-4 {
-		t.Fatalf("rest: got %+v, %v; want %d moved", sum, err, n+1-4)
+	sum2, err := r.Handle(ctx, replay.Request{DryRun: &no})
+	if err != nil || sum.Moved+sum2.Moved != n {
+		t.Fatalf("rest: got %+v, %v; want %d moved in all", sum2, err, n)
 	}
-	moved := drainAll(t, main)
-	if len(moved) != n+1 {
-		t.Fatalf("main queue: got %d messages, want %d", len(moved), n+1)
+	moved := drainAll(t, st.main)
+	sort.Strings(dead)
+	if fmt.Sprint(moved) != fmt.Sprint(dead) {
+		t.Errorf("main queue: got %q, want the dead events' bodies %q", moved, dead)
 	}
-	want, _ := inbox.EncodeMessage(inbox.Key{Source: "stripe", EventID: "evt_00"})
-	if moved[0] != "not one of ours" || moved[1] != want {
-		t.Errorf("bodies not moved unchanged: got %q, %q", moved[0], moved[1])
+	for i := range n {
+		ev, err := st.store.Get(ctx, inbox.Key{Source: "stripe", EventID: fmt.Sprintf("evt_%02d", i)}, t0)
+		if err != nil || ev.Status != inbox.StatusFailed || ev.Attempts != 1 || ev.LastError != "boom" {
+			t.Errorf("evt_%02d after drain: got %+v, %v; want failed with attempts and error kept", i, ev, err)
+		}
 	}
-	if left := drainAll(t, dlq); len(left) != 0 {
-		t.Errorf("DLQ still holds %d messages", len(left))
+	left := drainAll(t, st.dlq)
+	if want := fmt.Sprint([]string{"not one of ours", bodyOf(t, inbox.Key{Source: "stripe", EventID: "evt_gone"})}); fmt.Sprint(left) != want {
+		t.Errorf("DLQ left: got %q, want %s", left, want)
+	}
+}
+
+// TestSweep: an event stored but never queued is re-enqueued once it is
+// overdue by the threshold, once per threshold; young, leased and finished
+// events are left alone.
+func TestSweep(t *testing.T) {
+	st := mustStack(t)
+	ctx := context.Background()
+	now := t0.Add(time.Hour)
+	stranded := mustEvent(t, st.store, "evt_stranded", inbox.StatusReceived, t0)
+	failed := mustEvent(t, st.store, "evt_failed", inbox.StatusFailed, t0.Add(time.Minute))
+	mustEvent(t, st.store, "evt_young", inbox.StatusReceived, now.Add(-time.Minute))
+	mustEvent(t, st.store, "evt_done", inbox.StatusProcessed, t0)
+	mustEvent(t, st.store, "evt_dead", inbox.StatusDead, t0)
+	leased := mustEvent(t, st.store, "evt_leased", inbox.StatusReceived, t0.Add(10*time.Second))
+	if _, err := st.store.Claim(ctx, leased, "w", now, now.Add(time.Minute)); err != nil {
+		t.Fatal(err)
+	}
+
+	r := st.replayer(now)
+	sum, err := r.Handle(ctx, replay.Request{Action: replay.ActionSweep})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !sum.DryRun || sum.Examined != 2 || sum.Moved != 0 || sum.OldestUnfinished != stranded.String() || sum.OldestUnfinishedAgeSeconds != 3600 {
+		t.Fatalf("dry run: got %+v", sum)
+	}
+	no := false
+	sum, err = r.Handle(ctx, replay.Request{Action: replay.ActionSweep, DryRun: &no})
+	if err != nil || sum.Moved != 2 || sum.Error != "" {
+		t.Fatalf("sweep: got %+v, %v", sum, err)
+	}
+	got := drainAll(t, st.main)
+	want := []string{bodyOf(t, failed), bodyOf(t, stranded)}
+	sort.Strings(want)
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("enqueued: got %q, want %q", got, want)
+	}
+	// Swept events are due again only a threshold later.
+	sum, _ = r.Handle(ctx, replay.Request{Action: replay.ActionSweep, DryRun: &no})
+	if sum.Moved != 0 {
+		t.Errorf("second sweep at once: moved %d, want 0", sum.Moved)
+	}
+	r = st.replayer(now.Add(6 * time.Minute))
+	sum, _ = r.Handle(ctx, replay.Request{Action: replay.ActionSweep, DryRun: &no})
+	if sum.Moved != 3 { // the two again, and the young one, now 7 minutes old
+		t.Errorf("sweep a threshold later: moved %d (%v), want 3", sum.Moved, sum.Events)
+	}
+	// A shorter threshold on request: the leased event, whose lease ended
+	// 5 minutes ago, is overdue by more than 1 s.
+	sum, _ = r.Handle(ctx, replay.Request{Action: replay.ActionSweep, OlderThanSeconds: 1})
+	if fmt.Sprint(sum.Events) != "["+leased.String()+"]" {
+		t.Errorf("threshold 1 s: examined %v, want only %s", sum.Events, leased)
 	}
 }
 
 func TestBadRequests(t *testing.T) {
 	r := &replay.Replayer{Logger: slog.New(slog.NewJSONHandler(&bytes.Buffer{}, nil))}
-	for _, req := range []replay.Request{{Action: "purge"}, {Limit: -1}, {Limit: replay.MaxLimit + 1}} {
+	for _, req := range []replay.Request{{Action: "purge"}, {Limit: -1}, {Limit: replay.MaxLimit + 1}, {OlderThanSeconds: 5}, {Action: replay.ActionSweep, OlderThanSeconds: -1}} {
 		if _, err := r.Handle(context.Background(), req); !errors.Is(err, replay.ErrBadRequest) {
 			t.Errorf("%+v: got %v, want ErrBadRequest", req, err)
 		}
@@ -112,7 +257,7 @@ func TestBadRequests(t *testing.T) {
 			t.Errorf("%s: got %v, want ErrBadRequest", payload, err)
 		}
 	}
-	for _, payload := range []string{``, `{}`, `{"action":"drain-dlq","dry_run":true,"limit":5}`} {
+	for _, payload := range []string{``, `{}`, `{"action":"drain-dlq","dry_run":true,"limit":5}`, `{"action":"sweep","dry_run":false,"older_than_seconds":300}`} {
 		if _, err := replay.DecodeRequest([]byte(payload)); err != nil {
 			t.Errorf("%s: got %v, want nil", payload, err)
 		}
