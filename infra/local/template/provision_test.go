@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"strconv"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -68,7 +69,7 @@ func testProvisionCreates(t *testing.T, ddb *dynamodb.Client, sq *sqs.Client) {
 	res := mustProvision(t, ddb, sq, tpl, ProvisionOptions{})
 	want := Resources{
 		TableName:         "webhook-inbox-inbox",
-		MaxReceiveCount:   5,
+		MaxReceiveCount:   10,
 		VisibilityTimeout: 180 * time.Second,
 		BatchSize:         10,
 		BatchingWindow:    time.Second,
@@ -98,9 +99,21 @@ func testProvisionCreates(t *testing.T, ddb *dynamodb.Client, sq *sqs.Client) {
 		if got := keySchemaString(tbl.KeySchema); got != "[pk:HASH]" {
 			t.Errorf("key schema = %s, want [pk:HASH]", got)
 		}
-		if len(tbl.AttributeDefinitions) != 1 || aws.ToString(tbl.AttributeDefinitions[0].AttributeName) != "pk" ||
-			tbl.AttributeDefinitions[0].AttributeType != ddbtypes.ScalarAttributeTypeS {
-			t.Errorf("attribute definitions = %+v, want pk:S", tbl.AttributeDefinitions)
+		var defs []string
+		for _, d := range tbl.AttributeDefinitions {
+			defs = append(defs, aws.ToString(d.AttributeName)+":"+string(d.AttributeType))
+		}
+		slices.Sort(defs)
+		if got := strings.Join(defs, " "); got != "pk:S received_ms:N sweep_shard:S" {
+			t.Errorf("attribute definitions = %s, want pk:S received_ms:N sweep_shard:S", got)
+		}
+		if len(tbl.GlobalSecondaryIndexes) != 1 {
+			t.Fatalf("indexes = %+v, want the unfinished index", tbl.GlobalSecondaryIndexes)
+		}
+		gsi := tbl.GlobalSecondaryIndexes[0]
+		if aws.ToString(gsi.IndexName) != "unfinished" || keySchemaString(gsi.KeySchema) != "[sweep_shard:HASH received_ms:RANGE]" ||
+			gsi.Projection == nil || gsi.Projection.ProjectionType != ddbtypes.ProjectionTypeInclude {
+			t.Errorf("index = %s %s %+v, want unfinished [sweep_shard:HASH received_ms:RANGE] INCLUDE", aws.ToString(gsi.IndexName), keySchemaString(gsi.KeySchema), gsi.Projection)
 		}
 		if tbl.BillingModeSummary == nil || tbl.BillingModeSummary.BillingMode != ddbtypes.BillingModePayPerRequest {
 			t.Errorf("billing mode = %+v, want PAY_PER_REQUEST", tbl.BillingModeSummary)
@@ -133,8 +146,8 @@ func testProvisionCreates(t *testing.T, ddb *dynamodb.Client, sq *sqs.Client) {
 		if policy.DeadLetterTargetArn != res.DLQARN {
 			t.Errorf("RedrivePolicy.deadLetterTargetArn = %s, want %s", policy.DeadLetterTargetArn, res.DLQARN)
 		}
-		if got := strings.Trim(string(policy.MaxReceiveCount), `"`); got != "5" {
-			t.Errorf("RedrivePolicy.maxReceiveCount = %s, want 5", got)
+		if got := strings.Trim(string(policy.MaxReceiveCount), `"`); got != "10" {
+			t.Errorf("RedrivePolicy.maxReceiveCount = %s, want 10", got)
 		}
 		dlq := mustQueueAttributes(t, sq, res.DLQURL)
 		if got := dlq["MessageRetentionPeriod"]; got != "1209600" {

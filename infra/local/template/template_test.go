@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/webhook-inbox/webhook-inbox/internal/inboxstore"
 )
 
 // templatePath is the project's real SAM template: these tests hold it to
@@ -133,8 +135,8 @@ func TestTemplateFunctions(t *testing.T) {
 		hasSQS   bool
 	}{
 		{"IngestFunction", 10 * time.Second, nil, false},
-		{"ProcessorFunction", 30 * time.Second, []string{"MAX_RECEIVE_COUNT"}, true},
-		{"ReplayFunction", 300 * time.Second, nil, false},
+		{"ProcessorFunction", 30 * time.Second, []string{"MAX_RECEIVE_COUNT", "PROCESSOR_CONCURRENCY", "RETRY_BASE_SECONDS", "RETRY_CAP_SECONDS"}, true},
+		{"ReplayFunction", 300 * time.Second, []string{"SWEEP_AFTER_SECONDS"}, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.id, func(t *testing.T) {
@@ -219,8 +221,17 @@ func TestTemplateTable(t *testing.T) {
 	if got, want := tbl.KeySchema, []KeyElement{{"pk", "HASH"}}; !slices.Equal(got, want) {
 		t.Errorf("KeySchema = %v, want %v", got, want)
 	}
-	if got, want := tbl.AttributeDefinitions, []AttributeDefinition{{"pk", "S"}}; !slices.Equal(got, want) {
+	if got, want := tbl.AttributeDefinitions, []AttributeDefinition{{"pk", "S"}, {"sweep_shard", "S"}, {"received_ms", "N"}}; !slices.Equal(got, want) {
 		t.Errorf("AttributeDefinitions = %v, want %v", got, want)
+	}
+	// The store queries the index by these names.
+	if len(tbl.GlobalSecondaryIndexes) != 1 {
+		t.Fatalf("GlobalSecondaryIndexes = %+v, want the unfinished index", tbl.GlobalSecondaryIndexes)
+	}
+	gsi := tbl.GlobalSecondaryIndexes[0]
+	if gsi.IndexName != inboxstore.UnfinishedIndex || !slices.Equal(gsi.KeySchema, []KeyElement{{"sweep_shard", "HASH"}, {"received_ms", "RANGE"}}) ||
+		gsi.ProjectionType != "INCLUDE" || !slices.Equal(gsi.NonKeyAttributes, []string{"status", "due_ms"}) {
+		t.Errorf("index = %+v, want %s on sweep_shard, received_ms including status and due_ms", gsi, inboxstore.UnfinishedIndex)
 	}
 	if tbl.BillingMode != "PAY_PER_REQUEST" {
 		t.Errorf("BillingMode = %q, want PAY_PER_REQUEST", tbl.BillingMode)
