@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"reflect"
+	"strings"
 	"testing"
 )
 
@@ -32,6 +33,19 @@ func TestPlanValidate(t *testing.T) {
 		{"empty second record", Plan{Records: []Record{rec("k", "1"), {}}}, true},
 		{"hash in kind", Plan{Records: []Record{rec("invoice#paid", "in_1")}}, true},
 		{"duplicate", Plan{Records: []Record{rec("invoice_paid", "in_1"), rec("invoice_paid", "in_1")}}, true},
+		{"reserved attribute pk", Plan{Records: []Record{{Kind: "k", Key: "1", Attributes: map[string]any{"pk": "x"}}}}, true},
+		{"reserved attribute event_key", Plan{Records: []Record{{Kind: "k", Key: "1", Attributes: map[string]any{"event_key": "x"}}}}, true},
+		{"reserved attribute recorded_at", Plan{Records: []Record{{Kind: "k", Key: "1", Attributes: map[string]any{"recorded_at": "x"}}}}, true},
+		{"ordinary attributes", Plan{Records: []Record{{Kind: "k", Key: "1", Attributes: map[string]any{"s": "x", "n": int64(1), "f": 1.5, "b": true, "i": 3}}}}, false},
+		{"attribute of a type the store cannot keep", Plan{Records: []Record{{Kind: "k", Key: "1", Attributes: map[string]any{"m": map[string]any{}}}}}, true},
+		{"attribute not UTF-8", Plan{Records: []Record{{Kind: "k", Key: "1", Attributes: map[string]any{"s": "\xff"}}}}, true},
+		{"key not UTF-8", Plan{Records: []Record{rec("k", "\xff")}}, true},
+		{"identity at the key limit", Plan{Records: []Record{rec("k", strings.Repeat("x", MaxIDBytes-2))}}, false},
+		{"identity over the key limit", Plan{Records: []Record{rec("k", strings.Repeat("x", MaxIDBytes-1))}}, true},
+		{"record over the item limit", Plan{Records: []Record{{Kind: "k", Key: "1", Attributes: map[string]any{"s": strings.Repeat("x", MaxRecordBytes)}}}}, true},
+		{"plan over the transaction limit", Plan{Records: bigRecords(12, 300<<10)}, true},
+		{"99 records", Plan{Records: manyRecords(MaxRecords)}, false},
+		{"100 records", Plan{Records: manyRecords(MaxRecords + 1)}, true},
 		{"duplicate, attributes differ", Plan{Records: []Record{
 			{Kind: "k", Key: "1", Attributes: map[string]any{"a": int64(1)}},
 			{Kind: "k", Key: "1", Attributes: map[string]any{"a": int64(2)}},
@@ -45,6 +59,22 @@ func TestPlanValidate(t *testing.T) {
 			}
 		})
 	}
+}
+
+func manyRecords(n int) []Record {
+	var out []Record
+	for i := range n {
+		out = append(out, rec("k", fmt.Sprint(i)))
+	}
+	return out
+}
+
+func bigRecords(n, size int) []Record {
+	out := manyRecords(n)
+	for i := range out {
+		out[i].Attributes = map[string]any{"s": strings.Repeat("x", size)}
+	}
+	return out
 }
 
 func TestPlanWithout(t *testing.T) {
