@@ -28,6 +28,10 @@ SC_VERSION  := v0.8.2
 # moto's server: the one on PATH, else a project virtualenv made on demand.
 MOTO_SERVER ?= $(shell command -v moto_server 2>/dev/null || echo $(CURDIR)/.venv/bin/moto_server)
 export MOTO_SERVER
+# dynoxide (a DynamoDB emulator): the one on PATH, else npm's package in the
+# project's .tools.
+DYNOXIDE ?= $(shell command -v dynoxide 2>/dev/null || echo $(CURDIR)/.tools/node_modules/@dynoxide/linux-x64/dynoxide)
+DYNOXIDE_VERSION := 1.2.1
 
 .DEFAULT_GOAL := help
 
@@ -89,6 +93,18 @@ bench: ## Signature benchmarks beside the bare primitive and the provider SDK ov
 	done | tee .build/bench.txt | $(GO) run ./infra/bench
 BENCH_COUNT ?= 3
 
+# The processor's batch against one event, 20 ms added to every AWS call,
+# against dynoxide (see internal/processor/bench_test.go).
+.PHONY: bench-processor
+bench-processor: $(DYNOXIDE) ## Processor: a batch of 10 events against one, with 20 ms on every AWS call; prints the ratios.
+	@mkdir -p .build
+	set -o pipefail; DYNOXIDE=$(DYNOXIDE) $(GO) test -run='^$$' -bench='^BenchmarkBatch$$' -benchtime=$(BENCH_BATCHES)x -count=$(BENCH_COUNT) ./internal/processor/ \
+	  | tee .build/bench-processor.txt \
+	  | awk '/^BenchmarkBatch\// { split($$1, p, "/"); sub(/-[0-9]+$$/, "", p[3]); k = p[2] "/" p[3]; sum[k] += $$3; n[k]++ } \
+	    END { one = sum["events=1/concurrency=10"] / n["events=1/concurrency=10"]; \
+	      for (k in sum) printf "%-32s %8.1f ms  %5.2fx one event\n", k, sum[k] / n[k] / 1e6, sum[k] / n[k] / one }' | sort
+BENCH_BATCHES ?= 20
+
 .PHONY: fuzz
 fuzz: ## Every fuzz target of the parsers in turn, FUZZTIME each (FUZZTIME=5m for a long run).
 	@set -e; for pkg in $(FUZZ_PKGS); do \
@@ -102,6 +118,12 @@ FUZZ_PKGS ?= ./internal/signature/ ./internal/apigw/ ./internal/source/ ./intern
 
 .PHONY: moto
 moto: $(MOTO_SERVER)
+
+.PHONY: dynoxide
+dynoxide: $(DYNOXIDE)
+
+$(CURDIR)/.tools/node_modules/@dynoxide/linux-x64/dynoxide:
+	npm install --silent --prefix .tools @dynoxide/linux-x64@$(DYNOXIDE_VERSION)
 
 $(CURDIR)/.venv/bin/moto_server:
 	python3 -m venv .venv
@@ -119,4 +141,4 @@ $(BIN)/staticcheck:
 
 .PHONY: clean
 clean: ## Remove build output and installed tools.
-	rm -rf .build .local bin
+	rm -rf .build .local bin .tools
