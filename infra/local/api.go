@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/base64"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -20,9 +21,15 @@ import (
 	"github.com/aws/aws-lambda-go/lambdacontext"
 )
 
-// DefaultMaxRequestBytes is API Gateway's own payload quota (10 MB), used when
-// APIOptions.MaxRequestBytes is not positive.
-const DefaultMaxRequestBytes = 10 << 20
+// API Gateway HTTP API quotas the local API applies by default.
+const (
+	// DefaultMaxRequestBytes is API Gateway's own payload quota (10 MB),
+	// used when APIOptions.MaxRequestBytes is not positive.
+	DefaultMaxRequestBytes = 10 << 20
+	// DefaultIntegrationTimeout is an HTTP API's integration timeout (30 s,
+	// its most), used when APIOptions.IntegrationTimeout is not positive.
+	DefaultIntegrationTimeout = 30 * time.Second
+)
 
 // Values API Gateway puts in every event; locally there is no real account or
 // API id, so these are fixed placeholders.
@@ -40,9 +47,27 @@ type IngestFunc func(context.Context, events.APIGatewayV2HTTPRequest) (events.AP
 
 // APIOptions configures NewAPI.
 type APIOptions struct {
-	// MaxRequestBytes caps the request body; a larger body is answered 413
-	// without calling the handler. Zero or less means DefaultMaxRequestBytes.
+	// MaxRequestBytes is API Gateway's payload quota: a larger body is
+	// answered with API Gateway's own 413 {"message":"Request Entity Too
+	// Large"} without calling the handler, since in the cloud API Gateway
+	// refuses it before any function runs. Zero or less means
+	// DefaultMaxRequestBytes.
 	MaxRequestBytes int64
+	// MaxBodyBytes, when positive, is the ingest function's own body limit
+	// (the template's MAX_BODY_BYTES): a body over it, declared or counted,
+	// is answered 413 {"error":"body too large"}, what the function answers
+	// for it, without reading the rest of it or calling the handler. Zero
+	// leaves every body within MaxRequestBytes to the handler.
+	MaxBodyBytes int64
+	// FunctionTimeout, when positive, is the ingest function's Timeout: the
+	// handler's context gets a deadline this far ahead, as in Lambda, and a
+	// handler still running at the deadline has failed its invocation (500
+	// {"message":"Internal Server Error"}). Zero sets no deadline.
+	FunctionTimeout time.Duration
+	// IntegrationTimeout bounds the wait for the handler; when it passes
+	// first the client gets API Gateway's 503 {"message":"Service
+	// Unavailable"}. Zero or less means DefaultIntegrationTimeout.
+	IntegrationTimeout time.Duration
 	// Logger receives one line per request (never the body). Nil discards.
 	Logger *slog.Logger
 }
@@ -50,29 +75,99 @@ type APIOptions struct {
 // NewAPI returns an http.Handler that behaves like the project's API Gateway
 // HTTP API in front of h: it serves the routes /webhooks/{source} and
 // /webhooks/{source}/{account} for every method (h answers 405 itself),
-// answers 404 {"message":"Not Found"} for any other path, converts each
-// request into a payload format 2.0 event, and writes h's response back.
+// converts each request into a payload format 2.0 event, and writes h's
+// response back.
 //
-// When h returns an error or panics the client gets what API Gateway sends
-// for a failed invocation, 500 {"message":"Internal Server Error"}, and the
-// error is logged.
+// What the local API answers itself follows the project's HTTP contract,
+// {"error":"..."} bodies as the ingest function writes them, wherever the
+// deployed stack could have the function answer: any other path gets 404
+// {"error":"not found"} (a route in the template can send such paths to the
+// function, which answers an unknown source so), and a body over
+// MaxBodyBytes gets 413 {"error":"body too large"}. API Gateway's own
+// {"message":"..."} answers remain only where API Gateway answers before or
+// instead of the function and no template can change it: a body over its
+// 10 MB quota (413), a body that never fully arrives (400), an integration
+// timeout (503), and a failed invocation (500, when h returns an error,
+// panics or outlives FunctionTimeout; the error is logged).
+//
+// The handler runs as an invocation does, on a context that a client
+// hanging up does not cancel.
 func NewAPI(h IngestFunc, opts APIOptions) http.Handler {
-	max := opts.MaxRequestBytes
-	if max <= 0 {
-		max = DefaultMaxRequestBytes
+	maxBytes := opts.MaxRequestBytes
+	if maxBytes <= 0 {
+		maxBytes = DefaultMaxRequestBytes
+	}
+	integration := opts.IntegrationTimeout
+	if integration <= 0 {
+		integration = DefaultIntegrationTimeout
 	}
 	logger := opts.Logger
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	return &api{handler: h, maxBytes: max, log: logger}
+	return &api{
+		handler: h, maxBytes: maxBytes, maxBody: max(opts.MaxBodyBytes, 0),
+		fnTimeout: max(opts.FunctionTimeout, 0), integration: integration, log: logger,
+	}
+}
+
+// Connection timeouts NewServer applies by default. API Gateway publishes
+// no client-side limits but its integration timeout; these stand in for
+// them, so that a client that stalls (declares Content-Length: 1000 and
+// sends 10 bytes, stops mid-header, or keeps a connection open idle) cannot
+// hold a connection forever.
+const (
+	DefaultReadHeaderTimeout = 10 * time.Second
+	DefaultReadTimeout       = 30 * time.Second
+	DefaultIdleTimeout       = 60 * time.Second
+	// DefaultWriteTimeout covers what follows the headers: the rest of the
+	// body (at most DefaultReadTimeout), the integration (at most
+	// DefaultIntegrationTimeout) and writing the response, so that an
+	// integration timeout still reaches the client as a 503 instead of a
+	// dropped connection.
+	DefaultWriteTimeout = DefaultReadTimeout + DefaultIntegrationTimeout + 5*time.Second
+)
+
+// ServerTimeouts are the connection timeouts of NewServer; zero fields take
+// the defaults above.
+type ServerTimeouts struct {
+	ReadHeader time.Duration // the request line and headers
+	Read       time.Duration // the whole request, body included
+	Write      time.Duration // from the end of the headers to the end of the response
+	Idle       time.Duration // a kept-alive connection waiting for its next request
+}
+
+// NewServer returns the local API's http.Server for h (NewAPI's handler)
+// with those timeouts. The caller chooses the listener; the local stack
+// binds 127.0.0.1 only.
+func NewServer(h http.Handler, t ServerTimeouts) *http.Server {
+	def := func(d, v time.Duration) time.Duration {
+		if d <= 0 {
+			return v
+		}
+		return d
+	}
+	return &http.Server{
+		Handler:           h,
+		ReadHeaderTimeout: def(t.ReadHeader, DefaultReadHeaderTimeout),
+		ReadTimeout:       def(t.Read, DefaultReadTimeout),
+		WriteTimeout:      def(t.Write, DefaultWriteTimeout),
+		IdleTimeout:       def(t.Idle, DefaultIdleTimeout),
+	}
 }
 
 type api struct {
-	handler  IngestFunc
-	maxBytes int64
-	log      *slog.Logger
+	handler     IngestFunc
+	maxBytes    int64
+	maxBody     int64 // 0: no limit of the function's own
+	fnTimeout   time.Duration
+	integration time.Duration
+	log         *slog.Logger
 }
+
+// errIntegrationTimeout is what the API reports when the handler outlives
+// the integration timeout.
+var errIntegrationTimeout = errors.New("integration timed out")
 
 func (a *api) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
@@ -100,21 +195,28 @@ func (a *api) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 func (a *api) serve(w http.ResponseWriter, r *http.Request, start time.Time, reqID string) (int, string, error) {
 	routeKey, params, ok := matchRoute(r.Method, r.URL.EscapedPath())
 	if !ok {
-		return writeMessage(w, http.StatusNotFound, "Not Found"), "", nil
+		return writeError(w, http.StatusNotFound, "not found"), "", nil
 	}
-	if r.ContentLength > a.maxBytes {
-		return writeMessage(w, http.StatusRequestEntityTooLarge, "Request Entity Too Large"), routeKey, nil
+	if status, refused := a.tooLarge(w, r.ContentLength); refused {
+		return status, routeKey, nil
 	}
-	body, err := io.ReadAll(io.LimitReader(r.Body, a.maxBytes+1))
+	limit := a.maxBytes
+	if a.maxBody > 0 {
+		limit = min(limit, a.maxBody)
+	}
+	body, err := io.ReadAll(io.LimitReader(r.Body, limit+1))
 	if err != nil {
 		return writeMessage(w, http.StatusBadRequest, "Bad Request"), routeKey, nil
 	}
-	if int64(len(body)) > a.maxBytes {
-		return writeMessage(w, http.StatusRequestEntityTooLarge, "Request Entity Too Large"), routeKey, nil
+	if status, refused := a.tooLarge(w, int64(len(body))); refused {
+		return status, routeKey, nil
 	}
 
 	ev := newEvent(r, body, routeKey, params, reqID, start)
 	resp, err := a.invoke(r.Context(), ev)
+	if errors.Is(err, errIntegrationTimeout) {
+		return writeMessage(w, http.StatusServiceUnavailable, "Service Unavailable"), routeKey, err
+	}
 	if err != nil {
 		return writeMessage(w, http.StatusInternalServerError, "Internal Server Error"), routeKey, err
 	}
@@ -125,21 +227,77 @@ func (a *api) serve(w http.ResponseWriter, r *http.Request, start time.Time, req
 	return status, routeKey, nil
 }
 
+// tooLarge answers 413 when n body bytes are over a limit: API Gateway's
+// quota first, in its words, then the function's, in the contract's. The
+// connection is closed after the answer: the rest of the body stays unread
+// (net/http would otherwise wait to drain up to 256 KB of it before
+// answering).
+func (a *api) tooLarge(w http.ResponseWriter, n int64) (status int, refused bool) {
+	if n > a.maxBytes || (a.maxBody > 0 && n > a.maxBody) {
+		w.Header().Set("Connection", "close")
+	}
+	switch {
+	case n > a.maxBytes:
+		return writeMessage(w, http.StatusRequestEntityTooLarge, "Request Entity Too Large"), true
+	case a.maxBody > 0 && n > a.maxBody:
+		return writeError(w, http.StatusRequestEntityTooLarge, "body too large"), true
+	}
+	return 0, false
+}
+
 // invoke calls the handler the way the Lambda runtime does: with a
-// lambdacontext carrying a fresh request id, and with a panic turned into an
-// invocation error instead of a dropped connection.
-func (a *api) invoke(ctx context.Context, ev events.APIGatewayV2HTTPRequest) (resp events.APIGatewayV2HTTPResponse, err error) {
-	defer func() {
-		if p := recover(); p != nil {
-			err = fmt.Errorf("ingest handler panicked: %v", p)
+// lambdacontext carrying a fresh request id, a deadline FunctionTimeout
+// ahead (when set), a panic turned into an invocation error instead of a
+// dropped connection, and a context the client cannot cancel. It waits
+// until the function's deadline or the integration timeout, whichever
+// comes first; the result of a handler still running then is dropped, and
+// the error says which limit it hit (errIntegrationTimeout for the
+// integration's).
+func (a *api) invoke(ctx context.Context, ev events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error) {
+	ctx = context.WithoutCancel(ctx)
+	cancel := context.CancelFunc(func() {})
+	var fnDeadline <-chan struct{}
+	if a.fnTimeout > 0 {
+		ctx, cancel = context.WithTimeout(ctx, a.fnTimeout)
+		fnDeadline = ctx.Done()
+	}
+	ctx = lambdacontext.NewContext(ctx, &lambdacontext.LambdaContext{AwsRequestID: newUUID()})
+	type result struct {
+		resp events.APIGatewayV2HTTPResponse
+		err  error
+	}
+	done := make(chan result, 1) // buffered: a timed-out handler's send never blocks
+	go func() {
+		defer cancel()
+		var r result
+		defer func() {
+			if p := recover(); p != nil {
+				r = result{err: fmt.Errorf("ingest handler panicked: %v", p)}
+			}
+			done <- r
+		}()
+		r.resp, r.err = a.handler(ctx, ev)
+		if r.err != nil {
+			r.err = fmt.Errorf("ingest handler: %w", r.err)
 		}
 	}()
-	ctx = lambdacontext.NewContext(ctx, &lambdacontext.LambdaContext{AwsRequestID: newUUID()})
-	resp, err = a.handler(ctx, ev)
-	if err != nil {
-		return resp, fmt.Errorf("ingest handler: %w", err)
+	t := time.NewTimer(a.integration)
+	defer t.Stop()
+	select {
+	case r := <-done:
+		return r.resp, r.err
+	case <-fnDeadline:
+		// The handler's own return also ends ctx (cancel, after its result
+		// is sent): prefer a result that is there.
+		select {
+		case r := <-done:
+			return r.resp, r.err
+		default:
+		}
+		return events.APIGatewayV2HTTPResponse{}, fmt.Errorf("ingest handler: invocation timed out after %s", a.fnTimeout)
+	case <-t.C:
+		return events.APIGatewayV2HTTPResponse{}, fmt.Errorf("%w after %s", errIntegrationTimeout, a.integration)
 	}
-	return resp, nil
 }
 
 // matchRoute maps an escaped request path onto the template's routes.
@@ -355,11 +513,22 @@ func writeResponse(w http.ResponseWriter, resp events.APIGatewayV2HTTPResponse) 
 
 // writeMessage writes API Gateway's own JSON error shape and returns status.
 func writeMessage(w http.ResponseWriter, status int, msg string) int {
+	return writeJSON(w, status, `{"message":"`+msg+`"}`)
+}
+
+// writeError writes the project's contract error shape, as the ingest
+// function does, and returns status. msg is a fixed text with nothing to
+// escape.
+func writeError(w http.ResponseWriter, status int, msg string) int {
+	return writeJSON(w, status, `{"error":"`+msg+`"}`)
+}
+
+func writeJSON(w http.ResponseWriter, status int, body string) int {
 	h := w.Header()
 	h.Set("Content-Type", "application/json")
-	h.Set("Content-Length", strconv.Itoa(len(msg)+len(`{"message":""}`)))
+	h.Set("Content-Length", strconv.Itoa(len(body)))
 	w.WriteHeader(status)
-	_, _ = io.WriteString(w, `{"message":"`+msg+`"}`)
+	_, _ = io.WriteString(w, body)
 	return status
 }
 

@@ -9,9 +9,11 @@ import (
 	"io"
 	"log/slog"
 	"maps"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -140,8 +142,8 @@ func TestAPIRoutes(t *testing.T) {
 			srv := startAPI(t, c.handle, APIOptions{})
 			got := mustDo(t, mustRequest(t, tt.method, srv.URL+tt.path, nil))
 			if tt.wantRoute == "" {
-				if got.status != http.StatusNotFound || string(got.body) != `{"message":"Not Found"}` {
-					t.Errorf("got %d %s, want 404 {\"message\":\"Not Found\"}", got.status, got.body)
+				if got.status != http.StatusNotFound || string(got.body) != `{"error":"not found"}` {
+					t.Errorf("got %d %s, want 404 {\"error\":\"not found\"}", got.status, got.body)
 				}
 				if ct := got.header.Get("Content-Type"); ct != "application/json" {
 					t.Errorf("Content-Type = %q, want application/json", ct)
@@ -366,21 +368,32 @@ func TestBodyIsText(t *testing.T) {
 
 func TestAPIRequestTooLarge(t *testing.T) {
 	const limit = 16
+	const (
+		gateway  = `{"message":"Request Entity Too Large"}`
+		contract = `{"error":"body too large"}`
+	)
 	tests := []struct {
-		name    string
-		size    int
-		chunked bool
-		want    int
+		name     string
+		opts     APIOptions
+		size     int
+		chunked  bool
+		want     int
+		wantBody string
 	}{
-		{"at the limit", limit, false, http.StatusOK},
-		{"over the limit", limit + 1, false, http.StatusRequestEntityTooLarge},
-		{"chunked at the limit", limit, true, http.StatusOK},
-		{"chunked over the limit", limit + 1, true, http.StatusRequestEntityTooLarge},
+		{"at the gateway's quota", APIOptions{MaxRequestBytes: limit}, limit, false, http.StatusOK, ""},
+		{"over the gateway's quota", APIOptions{MaxRequestBytes: limit}, limit + 1, false, http.StatusRequestEntityTooLarge, gateway},
+		{"chunked at the gateway's quota", APIOptions{MaxRequestBytes: limit}, limit, true, http.StatusOK, ""},
+		{"chunked over the gateway's quota", APIOptions{MaxRequestBytes: limit}, limit + 1, true, http.StatusRequestEntityTooLarge, gateway},
+		{"at the function's limit", APIOptions{MaxBodyBytes: limit}, limit, false, http.StatusOK, ""},
+		{"over the function's limit", APIOptions{MaxBodyBytes: limit}, limit + 1, false, http.StatusRequestEntityTooLarge, contract},
+		{"chunked over the function's limit", APIOptions{MaxBodyBytes: limit}, limit + 1, true, http.StatusRequestEntityTooLarge, contract},
+		{"over both: the gateway answers", APIOptions{MaxRequestBytes: limit, MaxBodyBytes: limit / 2}, limit + 1, false, http.StatusRequestEntityTooLarge, gateway},
+		{"over the function's limit only", APIOptions{MaxRequestBytes: limit, MaxBodyBytes: limit / 2}, limit, true, http.StatusRequestEntityTooLarge, contract},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			c := &capture{}
-			srv := startAPI(t, c.handle, APIOptions{MaxRequestBytes: limit})
+			srv := startAPI(t, c.handle, tt.opts)
 			var body io.Reader = bytes.NewReader(bytes.Repeat([]byte("x"), tt.size))
 			if tt.chunked {
 				body = io.MultiReader(body) // hides the length: sent chunked
@@ -392,8 +405,11 @@ func TestAPIRequestTooLarge(t *testing.T) {
 				t.Fatalf("status = %d, want %d", got.status, tt.want)
 			}
 			if tt.want == http.StatusRequestEntityTooLarge {
-				if want := `{"message":"Request Entity Too Large"}`; string(got.body) != want {
-					t.Errorf("body = %s, want %s", got.body, want)
+				if string(got.body) != tt.wantBody {
+					t.Errorf("body = %s, want %s", got.body, tt.wantBody)
+				}
+				if ct := got.header.Get("Content-Type"); ct != "application/json" {
+					t.Errorf("Content-Type = %q, want application/json", ct)
 				}
 				if n := c.calls(); n != 0 {
 					t.Errorf("handler called %d times, want 0", n)
@@ -402,6 +418,217 @@ func TestAPIRequestTooLarge(t *testing.T) {
 			}
 			if got := len(c.only(t).Body); got != tt.size {
 				t.Errorf("event body length = %d, want %d", got, tt.size)
+			}
+		})
+	}
+}
+
+// startServer serves NewAPI(h, opts) with NewServer(t) on a loopback port
+// and returns its address.
+func startServer(tb testing.TB, h IngestFunc, opts APIOptions, timeouts ServerTimeouts) string {
+	tb.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	srv := NewServer(NewAPI(h, opts), timeouts)
+	go func() { _ = srv.Serve(ln) }()
+	tb.Cleanup(func() { _ = srv.Close() })
+	return ln.Addr().String()
+}
+
+// rawConn dials addr and writes raw; every read on it gives up after
+// waitBound, only a guard against hanging.
+func rawConn(tb testing.TB, addr, raw string) net.Conn {
+	tb.Helper()
+	conn, err := net.Dial("tcp", addr)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { _ = conn.Close() })
+	if err := conn.SetReadDeadline(time.Now().Add(waitBound)); err != nil {
+		tb.Fatal(err)
+	}
+	if _, err := io.WriteString(conn, raw); err != nil {
+		tb.Fatalf("write: %v", err)
+	}
+	return conn
+}
+
+func TestAPIDeclaredTooLargeIsRefusedUnread(t *testing.T) {
+	tests := []struct {
+		name     string
+		opts     APIOptions
+		declared int
+		wantBody string
+	}{
+		{"over the function's limit", APIOptions{MaxBodyBytes: 16}, 17, `{"error":"body too large"}`},
+		{"over the gateway's quota", APIOptions{}, DefaultMaxRequestBytes + 1, `{"message":"Request Entity Too Large"}`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := &capture{}
+			addr := startServer(t, c.handle, tt.opts, ServerTimeouts{})
+			// Headers only: the answer must come without the body.
+			conn := rawConn(t, addr, "POST /webhooks/stripe HTTP/1.1\r\nHost: x\r\nContent-Length: "+strconv.Itoa(tt.declared)+"\r\n\r\n")
+			resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+			if err != nil {
+				t.Fatalf("read response: %v", err)
+			}
+			defer resp.Body.Close()
+			body, _ := io.ReadAll(resp.Body)
+			if resp.StatusCode != http.StatusRequestEntityTooLarge || string(body) != tt.wantBody {
+				t.Errorf("got %d %s, want 413 %s", resp.StatusCode, body, tt.wantBody)
+			}
+			if n := c.calls(); n != 0 {
+				t.Errorf("handler called %d times, want 0", n)
+			}
+		})
+	}
+}
+
+func TestServerCutsOffStalledClients(t *testing.T) {
+	const short = 200 * time.Millisecond
+	tests := []struct {
+		name      string
+		raw       string
+		wantCalls int
+		// wantStatus is the response before the server closes; 0 for none
+		// expected.
+		wantStatus int
+	}{
+		{"body shorter than its Content-Length", "POST /webhooks/stripe HTTP/1.1\r\nHost: x\r\nContent-Length: 1000\r\n\r\n0123456789", 0, http.StatusBadRequest},
+		{"headers never finished", "POST /webhooks/stripe HTTP/1.1\r\nHost: x\r\n", 0, 0},
+		{"idle kept-alive connection", "POST /webhooks/stripe HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n\r\n{}", 1, http.StatusNoContent},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := &capture{resp: events.APIGatewayV2HTTPResponse{StatusCode: http.StatusNoContent}}
+			addr := startServer(t, c.handle, APIOptions{}, ServerTimeouts{ReadHeader: short, Read: short, Idle: short})
+			conn := rawConn(t, addr, tt.raw)
+			// The client never sends more: the server must close the
+			// connection, and ReadAll sees EOF instead of the guard's timeout.
+			got, err := io.ReadAll(conn)
+			if err != nil {
+				t.Fatalf("connection still open (read: %v) after %q", err, got)
+			}
+			if tt.wantStatus != 0 {
+				resp, err := http.ReadResponse(bufio.NewReader(bytes.NewReader(got)), nil)
+				if err != nil {
+					t.Fatalf("response %q: %v", got, err)
+				}
+				resp.Body.Close()
+				if resp.StatusCode != tt.wantStatus {
+					t.Errorf("status = %d, want %d", resp.StatusCode, tt.wantStatus)
+				}
+			}
+			if n := c.calls(); n != tt.wantCalls {
+				t.Errorf("handler called %d times, want %d", n, tt.wantCalls)
+			}
+		})
+	}
+}
+
+func TestNewServerTimeouts(t *testing.T) {
+	tests := []struct {
+		name string
+		in   ServerTimeouts
+		want ServerTimeouts
+	}{
+		{"defaults", ServerTimeouts{}, ServerTimeouts{ReadHeader: 10 * time.Second, Read: 30 * time.Second, Write: 65 * time.Second, Idle: 60 * time.Second}},
+		{"given", ServerTimeouts{ReadHeader: 1, Read: 2, Write: 3, Idle: 4}, ServerTimeouts{ReadHeader: 1, Read: 2, Write: 3, Idle: 4}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			srv := NewServer(http.NotFoundHandler(), tt.in)
+			got := ServerTimeouts{ReadHeader: srv.ReadHeaderTimeout, Read: srv.ReadTimeout, Write: srv.WriteTimeout, Idle: srv.IdleTimeout}
+			if got != tt.want {
+				t.Errorf("timeouts = %+v, want %+v", got, tt.want)
+			}
+		})
+	}
+	if DefaultWriteTimeout <= DefaultReadTimeout+DefaultIntegrationTimeout {
+		t.Errorf("DefaultWriteTimeout %s leaves no room to answer an integration timeout after a %s read", DefaultWriteTimeout, DefaultReadTimeout)
+	}
+}
+
+func TestAPIInvocationTimeouts(t *testing.T) {
+	const short = 50 * time.Millisecond
+	tests := []struct {
+		name       string
+		opts       APIOptions
+		wantStatus int
+		wantBody   string
+		// wantCtxErr is the handler's context error once it is released:
+		// only its own deadline ends it, never the API giving up on it.
+		wantCtxErr error
+	}{
+		{"function timeout", APIOptions{FunctionTimeout: short}, 500, `{"message":"Internal Server Error"}`, context.DeadlineExceeded},
+		{"integration timeout", APIOptions{IntegrationTimeout: short}, 503, `{"message":"Service Unavailable"}`, nil},
+		{"integration timeout before the function's", APIOptions{FunctionTimeout: time.Hour, IntegrationTimeout: short}, 503, `{"message":"Service Unavailable"}`, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			release := make(chan struct{})
+			ctxErr := make(chan error, 1)
+			h := func(ctx context.Context, ev events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error) {
+				select {
+				case <-ctx.Done():
+					<-release
+				case <-release:
+				}
+				ctxErr <- ctx.Err()
+				return events.APIGatewayV2HTTPResponse{StatusCode: 202}, nil // too late to be sent
+			}
+			var logs syncBuffer
+			tt.opts.Logger = slog.New(slog.NewJSONHandler(&logs, nil))
+			srv := startAPI(t, h, tt.opts)
+			got := mustDo(t, mustRequest(t, "POST", srv.URL+"/webhooks/stripe", nil))
+			close(release)
+			if got.status != tt.wantStatus || string(got.body) != tt.wantBody {
+				t.Errorf("got %d %s, want %d %s", got.status, got.body, tt.wantStatus, tt.wantBody)
+			}
+			if err := <-ctxErr; !errors.Is(err, tt.wantCtxErr) {
+				t.Errorf("handler's context error = %v, want %v", err, tt.wantCtxErr)
+			}
+			if out := logs.String(); !strings.Contains(out, `"level":"ERROR"`) || !strings.Contains(out, "timed out after 50ms") {
+				t.Errorf("log = %s, want an ERROR line saying what timed out", out)
+			}
+		})
+	}
+}
+
+func TestAPIFunctionDeadline(t *testing.T) {
+	tests := []struct {
+		name    string
+		timeout time.Duration
+		want    bool
+	}{
+		{"FunctionTimeout ahead of the invocation", 7 * time.Minute, true},
+		{"none without a FunctionTimeout", 0, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var (
+				deadline time.Time
+				ok       bool
+			)
+			h := func(ctx context.Context, ev events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error) {
+				deadline, ok = ctx.Deadline()
+				return events.APIGatewayV2HTTPResponse{StatusCode: 204}, nil
+			}
+			srv := startAPI(t, h, APIOptions{FunctionTimeout: tt.timeout})
+			before := time.Now()
+			got := mustDo(t, mustRequest(t, "POST", srv.URL+"/webhooks/stripe", nil))
+			after := time.Now()
+			if got.status != 204 {
+				t.Fatalf("status = %d, want 204", got.status)
+			}
+			if ok != tt.want {
+				t.Fatalf("handler context has a deadline = %v, want %v", ok, tt.want)
+			}
+			if ok && (deadline.Before(before.Add(tt.timeout)) || deadline.After(after.Add(tt.timeout))) {
+				t.Errorf("deadline = %v, want %s after the request, between %v and %v", deadline, tt.timeout, before.Add(tt.timeout), after.Add(tt.timeout))
 			}
 		})
 	}

@@ -18,16 +18,25 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"strconv"
+	"sync"
 	"syscall"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
+	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
 	awsconfig "github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
 	"github.com/webhook-inbox/webhook-inbox/infra/local"
+	"github.com/webhook-inbox/webhook-inbox/infra/local/template"
 	"github.com/webhook-inbox/webhook-inbox/internal/awstest"
 	"github.com/webhook-inbox/webhook-inbox/internal/obs"
 )
+
+// ingestFunction is the template's logical ID of the function behind the
+// HTTP API.
+const ingestFunction = "IngestFunction"
 
 func main() {
 	if err := run(); err != nil {
@@ -89,16 +98,32 @@ func run() error {
 		return err
 	}
 	log := obs.NewLogger(os.Stdout, slog.LevelInfo)
-	stack, err := local.Setup(ctx, cfg, *tplPath, sources, log)
+	// The handlers' requests go to moto one at a time: moto checks a
+	// write's condition and then writes without a lock, and with several
+	// processor batches in flight two claims of one event could otherwise
+	// both pass a condition DynamoDB evaluates atomically. The poller keeps
+	// its own client, as its long polls would hold up everything else.
+	handlerCfg := cfg.Copy()
+	next := cfg.HTTPClient
+	if next == nil {
+		next = awshttp.NewBuildableClient() // what each client would build itself
+	}
+	handlerCfg.HTTPClient = &serialHTTP{next: next}
+	stack, err := local.Setup(ctx, handlerCfg, *tplPath, sources, log)
 	if err != nil {
 		return err
 	}
+	apiOpts, err := apiOptions(*tplPath, stack)
+	if err != nil {
+		return err
+	}
+	apiOpts.Logger = log.With("component", "api")
 
 	ln, err := net.Listen("tcp", *apiAddr)
 	if err != nil {
 		return fmt.Errorf("listen on %s: %w", *apiAddr, err)
 	}
-	srv := &http.Server{Handler: local.NewAPI(stack.Ingest.HandleV2, local.APIOptions{Logger: log.With("component", "api")}), ReadHeaderTimeout: 10 * time.Second}
+	srv := local.NewServer(local.NewAPI(stack.Ingest.HandleV2, apiOpts), local.ServerTimeouts{})
 	srvErr := make(chan error, 1)
 	go func() { srvErr <- srv.Serve(ln) }()
 
@@ -113,7 +138,7 @@ webhook-inbox is running locally.
               main queue %s
               DLQ        %s (after %d receives; visibility %s)
   Send a signed Stripe invoice.paid:   make send
-  Inspect:  AWS_ACCESS_KEY_ID=test AWS_SECRET_ACCESS_KEY=test AWS_REGION=us-east-1 \
+  Inspect:  AWS_ACCESS_KEY_ID=test AWS_SECRET_ACCESS_KEY=test AWS_DEFAULT_REGION=us-east-1 \
               aws --endpoint-url %s dynamodb scan --table-name %s
   Ctrl-C stops everything.
 
@@ -140,6 +165,38 @@ webhook-inbox is running locally.
 		return err
 	}
 	return nil
+}
+
+// apiOptions are the local API's limits from the template: the ingest
+// function's Timeout and its MAX_BODY_BYTES, so that a declared oversized
+// body is refused with the function's own answer before it is read.
+func apiOptions(tplPath string, stack *local.Stack) (local.APIOptions, error) {
+	tpl, err := template.Load(tplPath)
+	if err != nil {
+		return local.APIOptions{}, fmt.Errorf("load %s: %w", tplPath, err)
+	}
+	fn, err := tpl.Function(ingestFunction)
+	if err != nil {
+		return local.APIOptions{}, fmt.Errorf("%s: %w", tplPath, err)
+	}
+	maxBody, err := strconv.ParseInt(stack.Env["MAX_BODY_BYTES"], 10, 64)
+	if err != nil {
+		return local.APIOptions{}, fmt.Errorf("MAX_BODY_BYTES: %w", err)
+	}
+	return local.APIOptions{MaxBodyBytes: maxBody, FunctionTimeout: fn.Timeout}, nil
+}
+
+// serialHTTP sends one request at a time. The lock is held until the
+// response headers arrive, by which time moto has done the request's work.
+type serialHTTP struct {
+	mu   sync.Mutex
+	next aws.HTTPClient
+}
+
+func (s *serialHTTP) Do(r *http.Request) (*http.Response, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.next.Do(r)
 }
 
 func sourceNames(f local.SourcesFile) []string {
