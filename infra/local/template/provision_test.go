@@ -3,8 +3,8 @@ package template
 import (
 	"context"
 	"encoding/json"
-	"strconv"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
