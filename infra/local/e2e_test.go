@@ -25,6 +25,7 @@ import (
 	"github.com/webhook-inbox/webhook-inbox/internal/examples"
 	"github.com/webhook-inbox/webhook-inbox/internal/inbox"
 	"github.com/webhook-inbox/webhook-inbox/internal/inboxstore"
+	"github.com/webhook-inbox/webhook-inbox/internal/queue"
 	"github.com/webhook-inbox/webhook-inbox/internal/replay"
 	"github.com/webhook-inbox/webhook-inbox/internal/signature"
 )
@@ -75,7 +76,7 @@ func mustEnv(tb testing.TB) *env {
 		moto: s, endpoint: s.Endpoint, awsConfig: cfg,
 		stack: stack, api: api, db: db, logs: logs,
 		poller: stack.Poller(sqs.NewFromConfig(cfg), cfg.Region, log),
-		store:  inboxstore.New(db, stack.Resources.TableName),
+		store:  inboxstore.New(db, stack.Resources.TableName, 24*time.Hour),
 		secret: []byte(src.Secrets[0]),
 	}
 }
@@ -114,6 +115,24 @@ func (e *env) drain(tb testing.TB) {
 		}
 	}
 	tb.Fatal("queue did not drain")
+}
+
+// drainCount drains the main queue and returns how many messages it held.
+func (e *env) drainCount(tb testing.TB) int {
+	tb.Helper()
+	total := 0
+	for range 20 {
+		n, err := e.poller.PollOnce(context.Background())
+		if err != nil {
+			tb.Fatal(err)
+		}
+		if n == 0 {
+			return total
+		}
+		total += n
+	}
+	tb.Fatal("queue did not drain")
+	return total
 }
 
 // effects counts the effect records in the table.
@@ -294,6 +313,14 @@ func TestPermanentFailureToDLQAndReplay(t *testing.T) {
 	if !sum.DryRun || sum.Examined != 1 || len(sum.Events) != 1 || sum.Events[0] != key.String() {
 		t.Fatalf("dry run: got %+v, want the dead event listed", sum)
 	}
+	// A provider's retry of a dead event is a duplicate: acknowledged, not
+	// queued again (dead is final but for the operator's replay).
+	if status, resp := e.post(t, body, time.Now()); status != http.StatusOK || resp["status"] != "duplicate" {
+		t.Fatalf("retry of a dead event: got %d %v, want 200 duplicate", status, resp)
+	}
+	if n := e.drainCount(t); n != 0 {
+		t.Errorf("retry of a dead event queued %d messages, want 0", n)
+	}
 	no := false
 	if sum, err = e.stack.Replay.Handle(context.Background(), replay.Request{DryRun: &no}); err != nil || sum.Moved != 1 {
 		t.Fatalf("replay: got %+v, %v; want 1 moved", sum, err)
@@ -308,6 +335,91 @@ func TestPermanentFailureToDLQAndReplay(t *testing.T) {
 	}
 	if got := e.effects(t); got != 0 {
 		t.Errorf("effect records: got %d, want 0", got)
+	}
+}
+
+// TestReplayOfADeadEventApplies: an event that died of a cause since
+// cured (its redrive budget spent during an outage) is processed after the
+// operator replays it, exactly once.
+func TestReplayOfADeadEventApplies(t *testing.T) {
+	e := mustEnv(t)
+	ctx := context.Background()
+	body := mustRead(t, invoicePaid)
+	var evt struct {
+		ID string `json:"id"`
+	}
+	if err := json.Unmarshal(body, &evt); err != nil {
+		t.Fatal(err)
+	}
+	key := inbox.Key{Source: "stripe", EventID: evt.ID}
+	now := time.Now()
+	// Stored, then every attempt failed: the last receive marked it dead
+	// and copied its message to the DLQ.
+	if _, err := e.store.Insert(ctx, inbox.Event{Key: key, Kind: "stripe", Type: "invoice.paid", Payload: body, Status: inbox.StatusReceived, ReceivedAt: now, UpdatedAt: now}, now); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.store.Fail(ctx, key, inbox.Failure{Status: inbox.StatusDead, Cause: "dependency unavailable", MessageID: "m-last"}, now); err != nil {
+		t.Fatal(err)
+	}
+	dlqBody, _ := inbox.EncodeMessage(key)
+	if err := queue.New(sqs.NewFromConfig(e.awsConfig), e.stack.Resources.DLQURL).Send(ctx, dlqBody); err != nil {
+		t.Fatal(err)
+	}
+	no := false
+	if sum, err := e.stack.Replay.Handle(ctx, replay.Request{DryRun: &no}); err != nil || sum.Moved != 1 {
+		t.Fatalf("replay: got %+v, %v; want 1 moved", sum, err)
+	}
+	e.drain(t)
+	ev, err := e.store.Get(ctx, key, time.Now())
+	if err != nil || ev.Status != inbox.StatusProcessed || ev.Outcome != inbox.OutcomeApplied || ev.Attempts != 1 {
+		t.Fatalf("after replay: got %+v, %v; want processed/applied", ev, err)
+	}
+	if n := e.effects(t); n != 1 {
+		t.Errorf("effect records: got %d, want 1", n)
+	}
+}
+
+// TestStrandedEventIsSwept: the event was stored but never queued (the
+// enqueue failed or ingest died between the two) and the provider never
+// retries, as GitHub does not: the scheduled sweep queues it once it is
+// overdue, and it is processed.
+func TestStrandedEventIsSwept(t *testing.T) {
+	e := mustEnv(t)
+	ctx := context.Background()
+	body := mustRead(t, invoicePaid)
+	var evt struct {
+		ID string `json:"id"`
+	}
+	if err := json.Unmarshal(body, &evt); err != nil {
+		t.Fatal(err)
+	}
+	key := inbox.Key{Source: "stripe", EventID: evt.ID}
+	now := time.Now()
+	if _, err := e.store.Insert(ctx, inbox.Event{Key: key, Kind: "stripe", Type: "invoice.paid", Payload: body, Status: inbox.StatusReceived, ReceivedAt: now, UpdatedAt: now}, now); err != nil {
+		t.Fatal(err)
+	}
+	// The schedule of the template, run locally as `make run` does.
+	sweeps, err := e.stack.Sweeper(e.stack.Replay.Handle, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sweeps.Every != 5*time.Minute || sweeps.Request.Action != replay.ActionSweep || sweeps.Request.DryRun == nil || *sweeps.Request.DryRun {
+		t.Fatalf("sweeper: got %+v, want the template's sweep every 5 minutes, not a dry run", sweeps)
+	}
+	if sum := sweeps.Once(ctx); sum.Moved != 0 || sum.OldestUnfinished != key.String() {
+		t.Fatalf("sweep before the threshold: got %+v, want nothing moved and the event reported oldest", sum)
+	}
+	// Six minutes later.
+	e.stack.Replay.Now = func() time.Time { return now.Add(6 * time.Minute) }
+	if sum := sweeps.Once(ctx); sum.Moved != 1 {
+		t.Fatalf("sweep after the threshold: got %+v, want 1 moved", sum)
+	}
+	e.drain(t)
+	if ev, err := e.store.Get(ctx, key, time.Now()); err != nil || ev.Status != inbox.StatusProcessed {
+		t.Fatalf("after the sweep: got %+v, %v; want processed", ev, err)
+	}
+	if n := e.effects(t); n != 1 {
+		t.Errorf("effect records: got %d, want 1", n)
 	}
 }
 

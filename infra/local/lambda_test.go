@@ -249,7 +249,7 @@ func TestBootstrapsUnderRIE(t *testing.T) {
 		if err := json.Unmarshal(mustRead(t, local.SampleStripeEvent), &id); err != nil {
 			t.Fatal(err)
 		}
-		store := inboxstore.New(e.db, e.stack.Resources.TableName)
+		store := inboxstore.New(e.db, e.stack.Resources.TableName, 24*time.Hour)
 		ev, err := store.Get(context.Background(), inbox.Key{Source: "stripe", EventID: id.ID}, time.Now())
 		if err != nil {
 			t.Fatal(err)

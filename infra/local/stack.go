@@ -139,6 +139,33 @@ type Stack struct {
 	Ingest    *ingest.Handler
 	Processor *processor.Processor
 	Replay    *replay.Replayer
+
+	tpl *template.Template
+}
+
+// Sweeper returns the replay function's schedule as template.yaml declares
+// it (its Sweep event: rate and input, the function's Timeout), calling
+// handler as EventBridge would call the function.
+func (s *Stack) Sweeper(handler ReplayFunc, log *slog.Logger) (*Sweeper, error) {
+	scheds, err := s.tpl.Schedules("ReplayFunction")
+	if err != nil {
+		return nil, err
+	}
+	fn, err := s.tpl.Function("ReplayFunction")
+	if err != nil {
+		return nil, err
+	}
+	for _, sc := range scheds {
+		if sc.Event != "Sweep" {
+			continue
+		}
+		req, err := replay.DecodeRequest([]byte(sc.Input))
+		if err != nil {
+			return nil, fmt.Errorf("ReplayFunction.Events.Sweep.Input: %w", err)
+		}
+		return &Sweeper{Handler: handler, Every: sc.Every, Request: req, Timeout: fn.Timeout, Logger: log}, nil
+	}
+	return nil, errors.New("template.yaml: ReplayFunction has no Sweep schedule")
 }
 
 // Setup provisions the table and queues that template.yaml declares, seeds
@@ -173,6 +200,10 @@ func Setup(ctx context.Context, cfg aws.Config, templatePath string, sources Sou
 		"MAX_BODY_BYTES":         "MaxBodyBytes",
 		"PAYLOAD_RETENTION_DAYS": "PayloadRetentionDays",
 		"LOG_LEVEL":              "LogLevel",
+		"PROCESSOR_CONCURRENCY":  "ProcessorConcurrency",
+		"RETRY_BASE_SECONDS":     "RetryBaseSeconds",
+		"RETRY_CAP_SECONDS":      "RetryCapSeconds",
+		"SWEEP_AFTER_SECONDS":    "SweepAfterSeconds",
 	} {
 		v, err := tpl.ParameterValue(param)
 		if err != nil {
@@ -181,7 +212,7 @@ func Setup(ctx context.Context, cfg aws.Config, templatePath string, sources Sou
 		env[name] = v
 	}
 	getenv := func(k string) string { return env[k] }
-	s := &Stack{Resources: res, Env: env}
+	s := &Stack{Resources: res, Env: env, tpl: tpl}
 	var errs []error
 	if c, err := config.Load(getenv, app.IngestNeeds); err != nil {
 		errs = append(errs, err)

@@ -11,6 +11,8 @@ import (
 	"log/slog"
 	"strings"
 	"time"
+	"unicode"
+	"unicode/utf8"
 )
 
 // Status is where an event is in its life. Operators' tools read these names.
@@ -93,22 +95,82 @@ func ParseKey(s string) (Key, error) {
 	return k, nil
 }
 
+// Bounds of a key's parts, in bytes. Source names are configured ones
+// (at most 64 bytes); 255 is the longest account a provider names (a
+// Shopify shop domain, which is a host name); 512 is the longest event id a
+// scheme produces (signature.MaxIdentity).
+const (
+	maxSource  = 64
+	maxAccount = 255
+	maxEventID = 512
+)
+
 // maxKey bounds a rendered key well inside DynamoDB's 2048-byte partition
-// key limit.
+// key limit, leaving room for the prefix the store adds. The parts' bounds
+// and the two '#' fit it, which the constant below checks at compile time
+// (a negative uint constant does not compile), so Validate need not.
 const maxKey = 1024
 
-// Validate reports whether the key has a source and an event id, and fits
-// a DynamoDB key.
+const _ = uint(maxKey - (maxSource + maxAccount + maxEventID + 2))
+
+// Validate reports whether the key can be stored, queued and logged as is.
+// Its alphabet, for the source, the account and the event id alike:
+//
+//   - valid UTF-8: DynamoDB refuses anything else, and JSON (the queue
+//     message) would silently turn it into U+FFFD, naming another key;
+//   - no control characters (C0, DEL and C1, i.e. unicode.IsControl): no
+//     provider documents ids holding them, and a NUL or a newline would
+//     reach logs, operators' terminals and the tools that split on lines;
+//   - no '#' in the source or the account, which String uses to separate
+//     the parts; the event id, last, may hold it.
+//
+// Lengths: a source is non-empty and at most 64 bytes, an account at most
+// 255 (empty for endpoints without one), an event id non-empty and at most
+// 512. Everything else (spaces, '/', any printable Unicode) is accepted:
+// ids are the providers' to choose.
 func (k Key) Validate() error {
 	switch {
 	case k.Source == "":
 		return errors.New("key: empty source")
-	case strings.Contains(k.Source, "#") || strings.Contains(k.Account, "#"):
-		return errors.New("key: '#' in source or account")
 	case k.EventID == "":
 		return errors.New("key: empty event id")
-	case len(k.Source)+len(k.Account)+len(k.EventID) > maxKey:
-		return errors.New("key: longer than 1024 bytes")
+	case len(k.Source) > maxSource:
+		return fmt.Errorf("key: source longer than %d bytes", maxSource)
+	case len(k.Account) > maxAccount:
+		return fmt.Errorf("key: account longer than %d bytes", maxAccount)
+	case len(k.EventID) > maxEventID:
+		return fmt.Errorf("key: event id longer than %d bytes", maxEventID)
+	case strings.Contains(k.Source, "#") || strings.Contains(k.Account, "#"):
+		return errors.New("key: '#' in source or account")
+	}
+	for _, p := range [...]struct{ name, s string }{{"source", k.Source}, {"account", k.Account}, {"event id", k.EventID}} {
+		if err := checkAlphabet(p.s); err != nil {
+			return fmt.Errorf("key: %s: %w", p.name, err)
+		}
+	}
+	return nil
+}
+
+// checkAlphabet reports the first byte of s that is not valid UTF-8 or
+// starts a control character. The error names the offset and the rune,
+// never s itself, which may be long.
+func checkAlphabet(s string) error {
+	for i := 0; i < len(s); {
+		if c := s[i]; c < utf8.RuneSelf {
+			if c < 0x20 || c == 0x7f {
+				return fmt.Errorf("control character %U at byte %d", rune(c), i)
+			}
+			i++
+			continue
+		}
+		r, n := utf8.DecodeRuneInString(s[i:])
+		switch {
+		case r == utf8.RuneError && n == 1:
+			return fmt.Errorf("invalid UTF-8 at byte %d", i)
+		case unicode.IsControl(r):
+			return fmt.Errorf("control character %U at byte %d", r, i)
+		}
+		i += n
 	}
 	return nil
 }

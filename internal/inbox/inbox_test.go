@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode"
+	"unicode/utf8"
 )
 
 func TestKeyRoundTrip(t *testing.T) {
@@ -92,6 +94,40 @@ func TestKeyValidate(t *testing.T) {
 		{"empty event id", Key{Source: "s", Account: "a"}, true},
 		{"hash in source", Key{Source: "s#x", EventID: "e"}, true},
 		{"hash in account", Key{Source: "s", Account: "a#b", EventID: "e"}, true},
+
+		// The alphabet: valid UTF-8 without control characters, in every part.
+		{"stripe id", Key{Source: "stripe", Account: "acct_1Nv0FGQ9RKHgCVdK", EventID: "evt_1NG8Du2eZvKYlo2CUI79vXWy"}, false},
+		{"hubspot portal/subscription/event", Key{Source: "hubspot", EventID: "62515/12345/1234567890123"}, false},
+		{"zoom event:ts:hash", Key{Source: "zoom", EventID: "meeting.participant_joined:1700000000123:" + strings.Repeat("0f", 32)}, false},
+		{"meta body hash", Key{Source: "meta", EventID: "sha256:" + strings.Repeat("ab", 32)}, false},
+		{"twilio sid:status", Key{Source: "twilio", EventID: "SM0123456789abcdef0123456789abcdef:delivered"}, false},
+		{"shopify domain account", Key{Source: "shopify", Account: "example-shop.myshopify.com", EventID: "6f3c9e2a-1b4d-4c8e-9a7f-2d5e8b1c0a3f"}, false},
+		{"space, slash and non-ASCII", Key{Source: "s", Account: "ünïcode", EventID: " a/b évènement 日本 🚀 \u2028"}, false},
+		{"line separator U+2028 is not a control character", Key{Source: "s", EventID: "a\u2028b"}, false},
+		{"NUL in event id", Key{Source: "stripe", EventID: "evt_1\x00"}, true},
+		{"newline in event id", Key{Source: "s", EventID: "evt\n1"}, true},
+		{"tab in event id", Key{Source: "s", EventID: "evt\t1"}, true},
+		{"DEL in event id", Key{Source: "s", EventID: "evt\x7f"}, true},
+		{"C1 NEL U+0085 in event id", Key{Source: "s", EventID: "evt\u0085"}, true},
+		{"C1 U+009F in event id", Key{Source: "s", EventID: "\u009fevt"}, true},
+		{"invalid UTF-8 in event id", Key{Source: "s", EventID: "evt\xff"}, true},
+		{"truncated UTF-8 in event id", Key{Source: "s", EventID: "evt\xe6\x97"}, true},
+		{"UTF-8 encoded surrogate in event id", Key{Source: "s", EventID: "evt\xed\xa0\x80"}, true},
+		{"NUL in source", Key{Source: "s\x00", EventID: "e"}, true},
+		{"newline in account", Key{Source: "s", Account: "a\nb", EventID: "e"}, true},
+		{"invalid UTF-8 in account", Key{Source: "s", Account: "a\x80", EventID: "e"}, true},
+		{"U+0085 in account", Key{Source: "s", Account: "a\u0085", EventID: "e"}, true},
+
+		// The lengths, in bytes.
+		{"512-byte event id", Key{Source: "s", EventID: strings.Repeat("e", 512)}, false},
+		{"513-byte event id", Key{Source: "s", EventID: strings.Repeat("e", 513)}, true},
+		{"512-byte event id of 4-byte runes", Key{Source: "s", EventID: strings.Repeat("🚀", 128)}, false},
+		{"event id of 129 4-byte runes", Key{Source: "s", EventID: strings.Repeat("🚀", 129)}, true},
+		{"64-byte source", Key{Source: strings.Repeat("s", 64), EventID: "e"}, false},
+		{"65-byte source", Key{Source: strings.Repeat("s", 65), EventID: "e"}, true},
+		{"255-byte account", Key{Source: "s", Account: strings.Repeat("a", 255), EventID: "e"}, false},
+		{"256-byte account", Key{Source: "s", Account: strings.Repeat("a", 256), EventID: "e"}, true},
+		{"every part at its bound", Key{Source: strings.Repeat("s", 64), Account: strings.Repeat("a", 255), EventID: strings.Repeat("e", 512)}, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -164,6 +200,8 @@ func TestDecodeMessageRejects(t *testing.T) {
 		{"empty source", `{"key":{"source":"","event_id":"e"}}`},
 		{"empty event id", `{"key":{"source":"s","event_id":""}}`},
 		{"hash in account", `{"key":{"source":"s","account":"a#b","event_id":"e"}}`},
+		{"NUL in event id", `{"key":{"source":"s","event_id":"e\u0000"}}`},
+		{"NEL in event id", `{"key":{"source":"s","event_id":"e\u0085"}}`},
 		{"unknown top-level field", `{"key":{"source":"s","event_id":"e"},"payload":"x"}`},
 		{"unknown key field", `{"key":{"source":"s","event_id":"e","type":"x"}}`},
 		{"wrong type", `{"key":{"source":1,"event_id":"e"}}`},
@@ -285,13 +323,63 @@ func FuzzParseKey(f *testing.F) {
 	})
 }
 
+// TestValidateKeyLength: the parts' bounds keep every valid key, rendered,
+// within maxKey; longer ids are refused before any store sees them.
 func TestValidateKeyLength(t *testing.T) {
 	k := Key{Source: "s", EventID: strings.Repeat("e", 1100)}
 	if err := k.Validate(); err == nil {
 		t.Error("got nil for a key over 1024 bytes, want an error")
 	}
-	k.EventID = strings.Repeat("e", 1000)
+	k = Key{Source: strings.Repeat("s", maxSource), Account: strings.Repeat("a", maxAccount), EventID: strings.Repeat("e", maxEventID)}
 	if err := k.Validate(); err != nil {
-		t.Errorf("got %v for a 1001-byte key, want nil", err)
+		t.Fatalf("got %v for a key with every part at its bound, want nil", err)
 	}
+	if n := len(k.String()); n > maxKey {
+		t.Errorf("the longest valid key renders to %d bytes, over %d", n, maxKey)
+	}
+}
+
+// TestValidateErrorOmitsTheKey: the error names the part and the offset,
+// never the value, which a client chose and may be long.
+func TestValidateErrorOmitsTheKey(t *testing.T) {
+	tests := []struct {
+		name string
+		key  Key
+		want string
+	}{
+		{"NUL", Key{Source: "stripe", EventID: "evt_secretish\x00"}, "key: event id: control character U+0000 at byte 13"},
+		{"NEL in account", Key{Source: "s", Account: "ab\u0085", EventID: "evt_secretish"}, "key: account: control character U+0085 at byte 2"},
+		{"invalid UTF-8", Key{Source: "s", EventID: "evt_secretish\xff"}, "key: event id: invalid UTF-8 at byte 13"},
+		{"too long", Key{Source: "s", EventID: "evt_secretish" + strings.Repeat("e", 600)}, "key: event id longer than 512 bytes"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			err := tt.key.Validate()
+			if err == nil || err.Error() != tt.want {
+				t.Fatalf("got %v, want %q", err, tt.want)
+			}
+			if strings.Contains(err.Error(), "secretish") {
+				t.Errorf("error %q quotes the key", err)
+			}
+		})
+	}
+}
+
+// FuzzCheckAlphabet holds the ASCII fast path of checkAlphabet to its
+// definition: valid UTF-8 with no rune unicode.IsControl reports.
+func FuzzCheckAlphabet(f *testing.F) {
+	for _, s := range []string{"evt_1", "evt\x00", "\x7f", "\u0085", "\u00a0", "日本", "\xff", "\xed\xa0\x80"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		want := utf8.ValidString(s)
+		for _, r := range s {
+			if unicode.IsControl(r) {
+				want = false
+			}
+		}
+		if err := checkAlphabet(s); (err == nil) != want {
+			t.Fatalf("checkAlphabet(%q) = %v, want valid %t", s, err, want)
+		}
+	})
 }

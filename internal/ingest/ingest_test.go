@@ -486,3 +486,48 @@ func TestHandleV1(t *testing.T) {
 		t.Errorf("two signature headers: got %d, want 401", resp.StatusCode)
 	}
 }
+
+// TestEventIDAlphabet: a signed delivery whose event id holds a control
+// character (JSON-escaped in the body, so the signature covers it) is
+// refused with 400 before anything is stored or queued; the provider's
+// retries cannot fix it, and the key would otherwise reach the table, the
+// queue and every log line about it.
+func TestEventIDAlphabet(t *testing.T) {
+	tests := []struct {
+		name string
+		id   string // as written in the JSON body
+	}{
+		{"NUL", `evt_1\u0000`},
+		{"NUL inside", `evt\u0000_1`},
+		{"newline", `evt_1\n`},
+		{"tab", `evt\t1`},
+		{"DEL", `evt_1\u007f`},
+		{"C1 NEL U+0085", `evt_1\u0085`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f := newFixture(t)
+			body := strings.Replace(invoiceBody, `"id":"evt_1"`, `"id":"`+tt.id+`"`, 1)
+			status, resp := do(t, f, signedRequest(body, testSecret, testNow))
+			if status != http.StatusBadRequest || resp["error"] != "malformed event id" {
+				t.Errorf("got %d %v, want 400 malformed event id", status, resp)
+			}
+			if len(f.store.events) != 0 || len(f.queue.sent) != 0 {
+				t.Errorf("stored %d events and queued %d, want none", len(f.store.events), len(f.queue.sent))
+			}
+			var line map[string]any
+			if err := json.Unmarshal(f.logs.Bytes(), &line); err != nil {
+				t.Fatalf("log line is not JSON: %v: %s", err, f.logs.Bytes())
+			}
+			if line["outcome"] != "invalid" || line["status"] != float64(400) || line["event_key"] != "" {
+				t.Errorf("log line: got %v, want outcome invalid, status 400 and no event key", line)
+			}
+		})
+	}
+	// Printable non-ASCII ids are the provider's to choose and pass.
+	f := newFixture(t)
+	body := strings.Replace(invoiceBody, `"id":"evt_1"`, `"id":"evt_évènement_\u2028_日本"`, 1)
+	if status, resp := do(t, f, signedRequest(body, testSecret, testNow)); status != http.StatusAccepted {
+		t.Errorf("non-ASCII id: got %d %v, want 202", status, resp)
+	}
+}

@@ -51,6 +51,8 @@ func run() error {
 	tplPath := flag.String("template", "template.yaml", "SAM template to read resources from")
 	srcPath := flag.String("sources", "infra/local/sources.json", "local sources with dev-only secrets")
 	stateDir := flag.String("state", ".local", "directory for the emulator's log")
+	sweepEvery := flag.Duration("sweep-every", envDuration("SWEEP_EVERY"), "how often the sweep runs (default: the template's Sweep schedule; env SWEEP_EVERY)")
+	sweepAfter := flag.Duration("sweep-after", envDuration("SWEEP_AFTER"), "how long an unfinished event may be overdue before the sweep re-enqueues it (default: the template's SweepAfterSeconds; env SWEEP_AFTER)")
 	flag.Parse()
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -131,12 +133,27 @@ func run() error {
 	pollDone := make(chan error, 1)
 	go func() { pollDone <- poller.Run(ctx) }()
 
+	// The sweep, on the template's schedule as EventBridge runs it.
+	sweeper, err := stack.Sweeper(stack.Replay.Handle, log.With("component", "sweep"))
+	if err != nil {
+		return err
+	}
+	if *sweepEvery > 0 {
+		sweeper.Every = *sweepEvery
+	}
+	if *sweepAfter > 0 {
+		stack.Replay.SweepAfter = *sweepAfter
+	}
+	sweepDone := make(chan error, 1)
+	go func() { sweepDone <- sweeper.Run(ctx) }()
+
 	fmt.Fprintf(os.Stderr, `
 webhook-inbox is running locally.
   API         http://%s/webhooks/{source}[/{account}]   sources: %v
   AWS (moto)  %s   table %s
               main queue %s
               DLQ        %s (after %d receives; visibility %s)
+  Sweep       every %s, events overdue by %s (-sweep-every, -sweep-after)
   Send a signed Stripe invoice.paid:   make send
   Inspect:  AWS_ACCESS_KEY_ID=test AWS_SECRET_ACCESS_KEY=test AWS_DEFAULT_REGION=us-east-1 \
               aws --endpoint-url %s dynamodb scan --table-name %s
@@ -144,7 +161,7 @@ webhook-inbox is running locally.
 
 `, ln.Addr(), sourceNames(sources), moto.Endpoint, stack.Resources.TableName, stack.Resources.QueueURL,
 		stack.Resources.DLQURL, stack.Resources.MaxReceiveCount, stack.Resources.VisibilityTimeout,
-		moto.Endpoint, stack.Resources.TableName)
+		sweeper.Every, stack.Replay.SweepAfter, moto.Endpoint, stack.Resources.TableName)
 
 	pollerStopped := false
 	select {
@@ -160,6 +177,7 @@ webhook-inbox is running locally.
 	if !pollerStopped {
 		<-pollDone
 	}
+	<-sweepDone
 	fmt.Fprintln(os.Stderr, "stopped")
 	if err != nil && !errors.Is(err, http.ErrServerClosed) {
 		return err
@@ -197,6 +215,23 @@ func (s *serialHTTP) Do(r *http.Request) (*http.Response, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.next.Do(r)
+}
+
+// envDuration reads a Go duration from the environment; unset is zero
+// (the template's value). A value that is not a positive duration stops
+// `make run` with a message, rather than silently sweeping on another
+// schedule than the one asked for.
+func envDuration(name string) time.Duration {
+	v := os.Getenv(name)
+	if v == "" {
+		return 0
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil || d <= 0 {
+		fmt.Fprintf(os.Stderr, "run: %s=%q: want a positive Go duration such as 30s or 2m\n", name, v)
+		os.Exit(2)
+	}
+	return d
 }
 
 func sourceNames(f local.SourcesFile) []string {
