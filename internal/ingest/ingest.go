@@ -90,6 +90,10 @@ const (
 	outcomeHandshake = "handshake"
 )
 
+// errorClipBytes bounds the error logged for a request: enough for a
+// wrapped AWS SDK error naming a key, not for a quoted 100 KB path segment.
+const errorClipBytes = 1024
+
 // result is what one request came to: the HTTP answer and what to log.
 type result struct {
 	status  int
@@ -128,10 +132,14 @@ func (h *Handler) serve(ctx context.Context, req apigw.Request, reqErr error, st
 		res = h.handle(ctx, req, start)
 	}
 	log := obs.WithRequest(ctx, h.cfg.Logger)
+	// The path segments and the event key are the client's choice and are
+	// logged before (or whether or not) anything validated them, so each is
+	// clipped; errors quote such values too (an unknown source's name), so
+	// they are clipped as well, with more room for the dependency's words.
 	attrs := []any{
-		"source", req.PathParams["source"],
-		"account", req.PathParams["account"],
-		"event_key", res.key,
+		"source", obs.Clip(req.PathParams["source"], obs.ClipBytes),
+		"account", obs.Clip(req.PathParams["account"], obs.ClipBytes),
+		"event_key", obs.Clip(res.key, obs.ClipBytes),
 		"outcome", res.outcome,
 		"status", res.status,
 		"duration_ms", float64(h.cfg.Now().Sub(start).Microseconds()) / 1000,
@@ -141,9 +149,9 @@ func (h *Handler) serve(ctx context.Context, req apigw.Request, reqErr error, st
 	}
 	switch {
 	case res.status >= 500:
-		log.Error("webhook", append(attrs, "error", res.err.Error())...)
+		log.Error("webhook", append(attrs, "error", obs.Clip(res.err.Error(), errorClipBytes))...)
 	case res.err != nil:
-		log.Warn("webhook", append(attrs, "error", res.err.Error())...)
+		log.Warn("webhook", append(attrs, "error", obs.Clip(res.err.Error(), errorClipBytes))...)
 	default:
 		log.Info("webhook", attrs...)
 	}

@@ -17,6 +17,7 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 
 	"github.com/webhook-inbox/webhook-inbox/internal/inbox"
+	"github.com/webhook-inbox/webhook-inbox/internal/obs"
 	"github.com/webhook-inbox/webhook-inbox/internal/signature"
 	"github.com/webhook-inbox/webhook-inbox/internal/source"
 )
@@ -529,5 +530,46 @@ func TestEventIDAlphabet(t *testing.T) {
 	body := strings.Replace(invoiceBody, `"id":"evt_1"`, `"id":"evt_évènement_\u2028_日本"`, 1)
 	if status, resp := do(t, f, signedRequest(body, testSecret, testNow)); status != http.StatusAccepted {
 		t.Errorf("non-ASCII id: got %d %v, want 202", status, resp)
+	}
+}
+
+// TestLogsClipClientStrings: the path segments are logged whatever they
+// are, so a 100,000-byte one must not make a 100 KB log line; the line
+// keeps a prefix and the count of bytes left out.
+func TestLogsClipClientStrings(t *testing.T) {
+	long := strings.Repeat("a", 100000)
+	tests := []struct {
+		name       string
+		params     map[string]string
+		field      string // the clipped attribute
+		wantPrefix string
+	}{
+		{"account", map[string]string{"source": "stripe", "account": long}, "account", strings.Repeat("a", obs.ClipBytes) + "…(+99744 bytes)"},
+		{"source", map[string]string{"source": long}, "source", strings.Repeat("a", obs.ClipBytes) + "…(+99744 bytes)"},
+		// 3-byte runes: the cut backs off to a rune boundary, 255 bytes in.
+		{"account of multi-byte runes", map[string]string{"source": "stripe", "account": strings.Repeat("日", 40000)}, "account", strings.Repeat("日", 85) + "…(+119745 bytes)"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f := newFixture(t)
+			req := signedRequest(invoiceBody, testSecret, testNow)
+			req.PathParameters = tt.params
+			if status, _ := do(t, f, req); status != http.StatusNotFound {
+				t.Fatalf("got %d, want 404", status)
+			}
+			if n := f.logs.Len(); n > 2048 {
+				t.Errorf("log line is %d bytes, want at most 2048", n)
+			}
+			var line map[string]any
+			if err := json.Unmarshal(f.logs.Bytes(), &line); err != nil {
+				t.Fatalf("log line is not JSON: %v", err)
+			}
+			if got := line[tt.field]; got != tt.wantPrefix {
+				t.Errorf("%s: got %.300q, want %.300q", tt.field, got, tt.wantPrefix)
+			}
+			if e, _ := line["error"].(string); !strings.Contains(e, "…(+") || len(e) > 1100 {
+				t.Errorf("error: got %d bytes %.200q, want it clipped", len(e), e)
+			}
+		})
 	}
 }
