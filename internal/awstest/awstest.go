@@ -20,6 +20,8 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/aws/ratelimit"
+	"github.com/aws/aws-sdk-go-v2/aws/retry"
 	"github.com/aws/aws-sdk-go-v2/credentials"
 )
 
@@ -187,14 +189,48 @@ func (s *Server) Reset(tb testing.TB) {
 }
 
 // Config returns an aws.Config with static test credentials whose clients
-// all talk to this server.
+// all talk to this server, retrying as the SDK's standard retryer does but
+// bounded for tests: at most 3 attempts, at most 50 ms apart, and no retry
+// quota (a quota drained by one failing test would fail the next). A
+// transient transport error against moto (a kept-alive connection it
+// closed: "use of closed network connection", "connection reset") is then
+// absorbed as it would be in production, not failed on. A test that
+// depends on one attempt per call uses NoRetryConfig.
 func (s *Server) Config() aws.Config {
+	cfg := s.NoRetryConfig()
+	cfg.Retryer = func() aws.Retryer { return newRetryer() }
+	return cfg
+}
+
+// NoRetryConfig is Config without retries: each call makes one attempt and
+// returns its error. For tests about failures, where a retry would only
+// repeat the failure (an unreachable endpoint) or blur what is counted.
+func (s *Server) NoRetryConfig() aws.Config {
 	return aws.Config{
 		Region:       Region,
 		Credentials:  credentials.NewStaticCredentialsProvider("test", "test", ""),
 		BaseEndpoint: aws.String(s.Endpoint),
 		Retryer:      func() aws.Retryer { return aws.NopRetryer{} },
 	}
+}
+
+// Bounds of Config's retryer: enough to absorb a transient error, while a
+// call that keeps failing costs at most (retryAttempts-1) * retryMaxBackoff
+// more than one attempt.
+const (
+	retryAttempts   = 3
+	retryMaxBackoff = 50 * time.Millisecond
+)
+
+// newRetryer returns the retryer of Config's clients: the SDK's standard
+// one, which decides what is retryable, within the bounds above and
+// without a retry quota.
+func newRetryer() aws.Retryer {
+	return retry.NewStandard(func(o *retry.StandardOptions) {
+		o.MaxAttempts = retryAttempts
+		o.MaxBackoff = retryMaxBackoff
+		o.RateLimiter = ratelimit.None
+	})
 }
 
 // SerialConfig is Config with every request sent one at a time. moto

@@ -226,7 +226,8 @@ func TestUnavailable(t *testing.T) {
 		t.Fatalf("free port: %v", err)
 	}
 	closed := &awstest.Server{Endpoint: fmt.Sprintf("http://127.0.0.1:%d", port)}
-	q := queue.New(sqs.NewFromConfig(closed.Config()), closed.Endpoint+"/123456789012/inbox")
+	// One attempt per call: retrying a closed port only repeats the refusal.
+	q := queue.New(sqs.NewFromConfig(closed.NoRetryConfig()), closed.Endpoint+"/123456789012/inbox")
 	tests := []struct {
 		name string
 		call func(ctx context.Context) error

@@ -167,7 +167,8 @@ func TestUnreachable(t *testing.T) {
 		t.Fatalf("free port: %v", err)
 	}
 	closed := &awstest.Server{Endpoint: fmt.Sprintf("http://127.0.0.1:%d", port)}
-	s, _ := newTestStore(secretsmanager.NewFromConfig(closed.Config()), time.Minute)
+	// One attempt: retrying a closed port only repeats the refusal.
+	s, _ := newTestStore(secretsmanager.NewFromConfig(closed.NoRetryConfig()), time.Minute)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
 	got, err := s.Get(ctx, "webhook-inbox/stripe/acct_1")
