@@ -266,3 +266,21 @@ func DecodeMessage(body string) (Message, error) {
 	}
 	return m, nil
 }
+
+// Failure is one failed attempt, as the processor records it.
+type Failure struct {
+	// Owner is the lease token of the worker recording it; the failure is
+	// recorded while that worker holds the lease, or while nobody holds a
+	// live one (the worker's claim may itself have failed).
+	Owner string
+	// Status is StatusFailed (another try will come) or StatusDead.
+	Status Status
+	// Cause is the error text kept for operators.
+	Cause string
+	// RetryAt is when the event's message is due back (failed only); the
+	// sweep treats the event as overdue from then on.
+	RetryAt time.Time
+	// MessageID is the queue message that carried the attempt (dead only):
+	// the one message copied to the DLQ for it.
+	MessageID string
+}
