@@ -62,7 +62,6 @@ func Ingest(cfg config.Config, awsCfg aws.Config, log *slog.Logger) (*ingest.Han
 		Store:            inboxstore.New(dynamodb.NewFromConfig(awsCfg), cfg.InboxTable, cfg.Retention),
 		Queue:            queue.New(sqs.NewFromConfig(awsCfg), cfg.QueueURL),
 		MaxBodyBytes:     cfg.MaxBodyBytes,
-		Retention:        cfg.Retention,
 		Logger:           log,
 	})
 }

@@ -51,7 +51,6 @@ type Config struct {
 	Store            Store
 	Queue            Queue
 	MaxBodyBytes     int
-	Retention        time.Duration
 	Logger           *slog.Logger
 	Now              func() time.Time
 }
@@ -68,8 +67,6 @@ func New(cfg Config) (*Handler, error) {
 		return nil, errors.New("ingest: incomplete config")
 	case cfg.MaxBodyBytes <= 0:
 		return nil, errors.New("ingest: MaxBodyBytes must be positive")
-	case cfg.Retention <= 0:
-		return nil, errors.New("ingest: Retention must be positive")
 	}
 	if cfg.Now == nil {
 		cfg.Now = time.Now
@@ -247,14 +244,12 @@ func identify(s signature.Scheme, r signature.Request) ([]signature.Identity, er
 // store writes each event of a delivery once and queues it. The answer is
 // 202 when any event was new and 200 when all were duplicates; a failure
 // on any event fails the delivery (503), and the provider's retry stores
-// the rest, the stored ones taking the duplicate path.
+// the rest, the stored ones taking the duplicate path. Every event's key is
+// checked before the first is stored, so a delivery refused for one bad
+// event stores none of them.
 func (h *Handler) store(ctx context.Context, src *source.Source, pathAccount string, ids []signature.Identity, body []byte, now time.Time) result {
-	res := result{status: http.StatusOK, outcome: outcomeDuplicate, events: len(ids)}
-	sb := statusBody{Status: "duplicate", EventID: ids[0].ID}
-	if len(ids) > 1 {
-		sb.EventIDs = make([]string, 0, len(ids))
-	}
-	for _, id := range ids {
+	keys := make([]inbox.Key, len(ids))
+	for i, id := range ids {
 		account := pathAccount
 		if id.Account != "" {
 			if pathAccount != "" && pathAccount != id.Account {
@@ -262,38 +257,54 @@ func (h *Handler) store(ctx context.Context, src *source.Source, pathAccount str
 			}
 			account = id.Account
 		}
-		key := inbox.Key{Source: src.Name, Account: account, EventID: id.ID}
-		if err := key.Validate(); err != nil {
+		keys[i] = inbox.Key{Source: src.Name, Account: account, EventID: id.ID}
+		if err := keys[i].Validate(); err != nil {
 			return fail(http.StatusBadRequest, outcomeInvalid, "malformed event id", err)
 		}
-		if res.key == "" {
-			res.key = key.String()
-		}
+	}
+	res := result{status: http.StatusOK, outcome: outcomeDuplicate, events: len(ids), key: keys[0].String()}
+	sb := statusBody{Status: "duplicate", EventID: ids[0].ID}
+	if len(ids) > 1 {
+		sb.EventIDs = make([]string, 0, len(ids))
+	}
+	for i, id := range ids {
+		key := keys[i]
 		payload := id.Payload
 		if payload == nil {
 			payload = body
 		}
+		// No expiry: retention counts from the end of processing, so an
+		// unfinished event outlives every message that points at it.
 		ev := inbox.Event{
 			Key: key, Kind: src.Kind, Type: id.Type, Created: id.Created, Payload: payload, Attributes: id.Attributes,
-			Status: inbox.StatusReceived, ReceivedAt: now, UpdatedAt: now, ExpiresAt: now.Add(h.cfg.Retention),
+			Status: inbox.StatusReceived, ReceivedAt: now, UpdatedAt: now,
 		}
 		stored, err := h.cfg.Store.Insert(ctx, ev, now)
 		switch {
 		case errors.Is(err, inbox.ErrDuplicate):
 			// The first delivery may have been stored but never queued (the
 			// enqueue failed, or the process died in between): queue it
-			// again until it is processed. The processor's claim makes extra
-			// messages harmless.
-			if stored.Status != inbox.StatusProcessed {
+			// again while it is unfinished. The processor's claim makes
+			// extra messages harmless. A processed event is done, and a dead
+			// one is final until an operator replays it: a provider's retry
+			// must not start it over (Stripe retries for three days).
+			if stored.Unfinished() {
 				if err := h.cfg.Queue.Enqueue(ctx, key); err != nil {
 					return unavailable(key, err)
 				}
 			}
+		case errors.Is(err, inbox.ErrInvalid):
+			// The store refuses the item itself (over DynamoDB's item
+			// size): a retry would be refused the same way.
+			res := fail(http.StatusRequestEntityTooLarge, outcomeTooLarge, "event too large to store", err)
+			res.key = key.String()
+			return res
 		case err != nil:
 			return unavailable(key, err)
 		default:
 			// Stored but not queued would be a gap: fail so the provider
-			// retries; its retry takes the duplicate path and queues it.
+			// retries; its retry takes the duplicate path and queues it, and
+			// the sweep queues it if the provider never does.
 			if err := h.cfg.Queue.Enqueue(ctx, key); err != nil {
 				return unavailable(key, err)
 			}

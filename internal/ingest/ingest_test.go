@@ -92,7 +92,6 @@ func newFixture(tb testing.TB) *fixture {
 		Store:            f.store,
 		Queue:            f.queue,
 		MaxBodyBytes:     4096,
-		Retention:        24 * time.Hour,
 		Logger:           slog.New(slog.NewJSONHandler(f.logs, nil)),
 		Now:              func() time.Time { return testNow },
 	})
@@ -147,8 +146,10 @@ func TestNewThenDuplicate(t *testing.T) {
 	if stored.Status != inbox.StatusReceived || stored.Type != "invoice.paid" || string(stored.Payload) != invoiceBody {
 		t.Errorf("stored event: got %+v", stored)
 	}
-	if want := testNow.Add(24 * time.Hour); !stored.ExpiresAt.Equal(want) {
-		t.Errorf("expires_at: got %v, want %v", stored.ExpiresAt, want)
+	// Retention counts from the end of processing: an unfinished event
+	// does not expire.
+	if !stored.ExpiresAt.IsZero() {
+		t.Errorf("expires_at: got %v, want none", stored.ExpiresAt)
 	}
 	if !stored.Created.Equal(time.Unix(1764500000, 0)) {
 		t.Errorf("created: got %v", stored.Created)
@@ -168,15 +169,40 @@ func TestNewThenDuplicate(t *testing.T) {
 	}
 }
 
-func TestDuplicateOfProcessedIsNotRequeued(t *testing.T) {
+// TestDuplicateRequeuesOnlyUnfinished: a provider's retry queues the event
+// again while it is unfinished (its first enqueue may have failed), never
+// once it is processed, and never once it is dead: dead is final but for an
+// operator's replay, so retries cannot start it over.
+func TestDuplicateRequeuesOnlyUnfinished(t *testing.T) {
+	for status, requeued := range map[inbox.Status]bool{
+		inbox.StatusReceived: true, inbox.StatusProcessing: true, inbox.StatusFailed: true,
+		inbox.StatusProcessed: false, inbox.StatusDead: false,
+	} {
+		t.Run(string(status), func(t *testing.T) {
+			f := newFixture(t)
+			f.store.events["stripe##evt_1"] = inbox.Event{Key: inbox.Key{Source: "stripe", EventID: "evt_1"}, Status: status}
+			code, body := do(t, f, signedRequest(invoiceBody, testSecret, testNow))
+			if code != http.StatusOK || body["status"] != "duplicate" {
+				t.Fatalf("got %d %v, want 200 duplicate", code, body)
+			}
+			if got := len(f.queue.sent) == 1; got != requeued {
+				t.Errorf("enqueued: got %d, want requeued %v", len(f.queue.sent), requeued)
+			}
+		})
+	}
+}
+
+// TestEventTooLargeToStore: an item the store refuses as invalid (over
+// DynamoDB's item size) is a 413, not a 503 the provider would retry.
+func TestEventTooLargeToStore(t *testing.T) {
 	f := newFixture(t)
-	f.store.events["stripe##evt_1"] = inbox.Event{Key: inbox.Key{Source: "stripe", EventID: "evt_1"}, Status: inbox.StatusProcessed}
-	status, _ := do(t, f, signedRequest(invoiceBody, testSecret, testNow))
-	if status != http.StatusOK {
-		t.Fatalf("got %d, want 200", status)
+	f.store.err = fmt.Errorf("insert: %w: ValidationException: Item size has exceeded the maximum allowed size", inbox.ErrInvalid)
+	code, body := do(t, f, signedRequest(invoiceBody, testSecret, testNow))
+	if code != http.StatusRequestEntityTooLarge || body["error"] != "event too large to store" {
+		t.Errorf("got %d %v, want 413 event too large to store", code, body)
 	}
 	if len(f.queue.sent) != 0 {
-		t.Errorf("enqueued: got %d, want 0", len(f.queue.sent))
+		t.Errorf("enqueued %d", len(f.queue.sent))
 	}
 }
 
@@ -437,6 +463,26 @@ func TestSplitDelivery(t *testing.T) {
 	resp, _ = f.h.HandleV2(context.Background(), req)
 	if resp.StatusCode != 200 || !strings.Contains(resp.Body, `"duplicate"`) {
 		t.Errorf("retry: got %d %s, want 200 duplicate", resp.StatusCode, resp.Body)
+	}
+}
+
+// TestSplitDeliveryWithABadIDStoresNothing: every event's key is checked
+// before the first is stored, so a 400 for one leaves none behind.
+func TestSplitDeliveryWithABadIDStoresNothing(t *testing.T) {
+	fs := &fakeScheme{
+		verify:    func(signature.Request) error { return nil },
+		handshake: func(signature.Request) (signature.Reply, bool, error) { return signature.Reply{}, false, nil },
+		split: func(signature.Request) ([]signature.Identity, error) {
+			return []signature.Identity{{ID: "e1", Type: "delivered"}, {ID: "e2\x00", Type: "open"}}, nil
+		},
+	}
+	f := newFakeFixture(t, fs)
+	resp, _ := f.h.HandleV2(context.Background(), fakeRequest("POST", `[{"n":1},{"n":2}]`, map[string]string{"source": "fake"}))
+	if resp.StatusCode != 400 {
+		t.Fatalf("got %d %s, want 400", resp.StatusCode, resp.Body)
+	}
+	if len(f.store.events) != 0 || len(f.queue.sent) != 0 {
+		t.Errorf("stored %d and queued %d, want nothing", len(f.store.events), len(f.queue.sent))
 	}
 }
 
