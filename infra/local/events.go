@@ -26,12 +26,14 @@ const (
 	// (5 minutes): regenerate it before invoking.
 	EventIngest = "ingest-stripe-invoice-paid.json"
 	// EventProcessor is an SQS batch: the message of that invoice.paid
-	// event, and one message that is not ours (reported as a batch item
-	// failure).
+	// event, and one message that is not ours (copied to the DLQ and
+	// acknowledged).
 	EventProcessor = "processor-sqs-batch.json"
 	// EventReplayDryRun and EventReplayDrain are the replay console events.
 	EventReplayDryRun = "replay-dry-run.json"
 	EventReplayDrain  = "replay-drain.json"
+	// EventReplaySweep is the sweep as the template's schedule runs it.
+	EventReplaySweep = "replay-sweep.json"
 
 	// SampleStripeEvent is the payload the ingest event carries.
 	SampleStripeEvent = "testdata/corpus/stripe/invoice.paid.json"
@@ -97,6 +99,7 @@ func SampleEvents(root string, sources SourcesFile, now time.Time) (map[string][
 		EventProcessor:    batch,
 		EventReplayDryRun: map[string]any{"action": "drain-dlq", "dry_run": true, "limit": 100},
 		EventReplayDrain:  map[string]any{"action": "drain-dlq", "dry_run": false, "limit": 100},
+		EventReplaySweep:  map[string]any{"action": "sweep", "dry_run": false},
 	} {
 		b, err := json.MarshalIndent(v, "", "  ")
 		if err != nil {

@@ -186,8 +186,8 @@ func TestBootstrapsUnderRIE(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(files) != 4 {
-		t.Fatalf("events/: got %d files, want the 4 this test invokes", len(files))
+	if len(files) != 5 {
+		t.Fatalf("events/: got %d files, want the 5 this test invokes", len(files))
 	}
 
 	ingest := startFunction(t, rie, buildBootstrap(t, "ingest"), env)
@@ -235,8 +235,10 @@ func TestBootstrapsUnderRIE(t *testing.T) {
 	t.Run("processor", func(t *testing.T) {
 		var resp events.SQSEventResponse
 		processor.invoke(t, readEvent(t, local.EventProcessor), &resp)
-		if len(resp.BatchItemFailures) != 1 || resp.BatchItemFailures[0].ItemIdentifier != local.PoisonMessageID {
-			t.Fatalf("batch failures: got %+v, want only the foreign message %s", resp.BatchItemFailures, local.PoisonMessageID)
+		// The foreign message goes to the DLQ for an operator, not back to
+		// the main queue.
+		if len(resp.BatchItemFailures) != 0 {
+			t.Fatalf("batch failures: got %+v, want none", resp.BatchItemFailures)
 		}
 		var id struct {
 			ID   string `json:"id"`
@@ -262,7 +264,7 @@ func TestBootstrapsUnderRIE(t *testing.T) {
 		}
 		// The same batch again: acknowledged, no second effect.
 		processor.invoke(t, readEvent(t, local.EventProcessor), &resp)
-		if len(resp.BatchItemFailures) != 1 {
+		if len(resp.BatchItemFailures) != 0 {
 			t.Errorf("redelivered batch: got %+v", resp.BatchItemFailures)
 		}
 		if n := e.effects(t); n != 1 {
@@ -273,17 +275,36 @@ func TestBootstrapsUnderRIE(t *testing.T) {
 	t.Run("replay", func(t *testing.T) {
 		client := sqs.NewFromConfig(e.awsConfig)
 		dlq := queue.New(client, e.stack.Resources.DLQURL)
-		if err := dlq.Enqueue(context.Background(), inbox.Key{Source: "stripe", EventID: "evt_dead"}); err != nil {
+		ctx := context.Background()
+		dead := inbox.Key{Source: "stripe", EventID: "evt_dead"}
+		store := inboxstore.New(e.db, e.stack.Resources.TableName, 24*time.Hour)
+		now := time.Now()
+		if _, err := store.Insert(ctx, inbox.Event{Key: dead, Kind: "stripe", Type: "ping", Payload: []byte(`{}`), Status: inbox.StatusReceived, ReceivedAt: now, UpdatedAt: now}, now); err != nil {
 			t.Fatal(err)
 		}
+		if _, err := store.Fail(ctx, dead, inbox.Failure{Status: inbox.StatusDead, Cause: "boom", MessageID: "m"}, now); err != nil {
+			t.Fatal(err)
+		}
+		if err := dlq.Enqueue(ctx, dead); err != nil {
+			t.Fatal(err)
+		}
+		// The DLQ also holds the processor's foreign message, once per
+		// invocation above.
 		var sum replay.Summary
 		replayFn.invoke(t, readEvent(t, local.EventReplayDryRun), &sum)
-		if !sum.DryRun || sum.Examined != 1 || sum.Moved != 0 || len(sum.Events) != 1 || sum.Events[0] != "stripe##evt_dead" {
+		if !sum.DryRun || sum.Examined != 3 || sum.Unreadable != 2 || sum.Moved != 0 || len(sum.Events) != 1 || sum.Events[0] != "stripe##evt_dead" {
 			t.Fatalf("dry run: got %+v", sum)
 		}
 		replayFn.invoke(t, readEvent(t, local.EventReplayDrain), &sum)
-		if sum.DryRun || sum.Moved != 1 {
-			t.Fatalf("drain: got %+v, want 1 moved", sum)
+		if sum.DryRun || sum.Moved != 1 || sum.Unreadable != 2 {
+			t.Fatalf("drain: got %+v, want 1 moved and the foreign message left", sum)
+		}
+		if ev, err := store.Get(ctx, dead, time.Now()); err != nil || ev.Status != inbox.StatusFailed {
+			t.Fatalf("replayed event: got %+v, %v; want revived to failed", ev, err)
+		}
+		replayFn.invoke(t, readEvent(t, local.EventReplaySweep), &sum)
+		if sum.Action != replay.ActionSweep || sum.DryRun || sum.Error != "" || sum.OldestUnfinished == "" {
+			t.Fatalf("sweep: got %+v, want a real sweep reporting the oldest unfinished event", sum)
 		}
 		main := queue.New(client, e.stack.Resources.QueueURL)
 		msgs, err := main.Receive(context.Background(), 10, 30, 1)
