@@ -99,7 +99,7 @@ func SampleEvents(root string, sources SourcesFile, now time.Time) (map[string][
 		EventProcessor:    batch,
 		EventReplayDryRun: map[string]any{"action": "drain-dlq", "dry_run": true, "limit": 100},
 		EventReplayDrain:  map[string]any{"action": "drain-dlq", "dry_run": false, "limit": 100},
-		EventReplaySweep:  map[string]any{"action": "sweep", "dry_run": false},
+		EventReplaySweep:  map[string]any{"action": "sweep", "dry_run": false, "limit": 1000},
 	} {
 		b, err := json.MarshalIndent(v, "", "  ")
 		if err != nil {

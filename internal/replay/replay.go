@@ -283,9 +283,14 @@ func (r *Replayer) drainOne(ctx context.Context, m queue.Message, s *Summary) (b
 }
 
 // sweep re-enqueues the unfinished events overdue by more than the
-// threshold. Each is rescheduled (due now) before it is sent, conditioned
-// on nothing having touched it since the read: two sweeps never both send
-// one event, and one whose send fails is tried again a threshold later.
+// threshold. Each is rescheduled before it is sent, conditioned on nothing
+// having touched it since the read: two sweeps never both send one event,
+// and one whose send fails is tried again later.
+//
+// An event still unfinished after a re-enqueue is most likely waiting in a
+// deep queue, where another copy only deepens the backlog. So the next
+// re-enqueue waits longer the older the event is (see resweep): an event
+// gets a few copies over its life, not one every sweep.
 func (r *Replayer) sweep(ctx context.Context, req Request, s *Summary) error {
 	after := r.SweepAfter
 	if req.OlderThanSeconds > 0 {
@@ -316,7 +321,7 @@ func (r *Replayer) sweep(ctx context.Context, req Request, s *Summary) error {
 		if s.DryRun {
 			continue
 		}
-		ok, err := r.Store.Reschedule(ctx, p.Key, p.DueAt, now)
+		ok, err := r.Store.Reschedule(ctx, p.Key, p.DueAt, now.Add(resweep(now.Sub(p.ReceivedAt))))
 		if err != nil {
 			return err
 		}
@@ -334,6 +339,16 @@ func (r *Replayer) sweep(ctx context.Context, req Request, s *Summary) error {
 		s.Moved++
 	}
 	return nil
+}
+
+// maxResweep bounds the wait between two re-enqueues of one event.
+const maxResweep = time.Hour
+
+// resweep is how long after a re-enqueue an event of the given age is due
+// again (the threshold comes on top): its age, at most maxResweep. Copies
+// come at ages of about 1, 2, 4, 8… thresholds, then hourly.
+func resweep(age time.Duration) time.Duration {
+	return min(max(age, 0), maxResweep)
 }
 
 // DecodeRequest reads the invocation payload; an empty payload is a dry run
