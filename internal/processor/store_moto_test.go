@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -16,6 +17,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/webhook-inbox/webhook-inbox/internal/awstest"
+	"github.com/webhook-inbox/webhook-inbox/internal/effects"
 	"github.com/webhook-inbox/webhook-inbox/internal/examples"
 	"github.com/webhook-inbox/webhook-inbox/internal/inbox"
 	"github.com/webhook-inbox/webhook-inbox/internal/inboxstore"
@@ -201,4 +203,151 @@ func TestSameInvoiceTwoEvents(t *testing.T) {
 	if eff["event_key"] != first.String() || fmt.Sprint(eff["amount_paid"]) != "1000" {
 		t.Errorf("effect: got %v, want event_key %s and amount_paid 1000", eff, first)
 	}
+}
+
+// recordingDLQ keeps what is sent to it.
+type recordingDLQ struct {
+	mu   sync.Mutex
+	sent []string
+}
+
+func (d *recordingDLQ) Send(_ context.Context, body string) error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.sent = append(d.sent, body)
+	return nil
+}
+
+func lastReceive(m events.SQSMessage) events.SQSMessage {
+	m.Attributes = map[string]string{"ApproximateReceiveCount": "5"}
+	return m
+}
+
+// TestLastReceiveKeepsTheDLQConsistent: on a message's last receive, over
+// the wire, a failure is reported (and the message moves to the DLQ) only
+// when its event is dead; otherwise the message is acknowledged and the
+// event stays with whoever answers for it.
+func TestLastReceiveKeepsTheDLQConsistent(t *testing.T) {
+	ctx := context.Background()
+	newProcessor := func(t *testing.T, s *inboxstore.Store, routes processor.Routes, now func() time.Time) (*processor.Processor, *recordingDLQ) {
+		t.Helper()
+		return mustProcessorWith(t, s, routes, now)
+	}
+	failing := processor.Routes{"stripe": {"invoice.paid": func(context.Context, inbox.Event) (effects.Plan, error) {
+		return effects.Plan{}, errors.New("upstream timeout")
+	}}}
+
+	t.Run("live lease elsewhere: acknowledged, the holder finishes it", func(t *testing.T) {
+		s := mustStore(t)
+		now := time.Now()
+		k := mustInsert(t, s, "evt_held", "in_held", now)
+		held, err := s.Claim(ctx, k, "holder", now, now.Add(time.Minute))
+		if err != nil {
+			t.Fatal(err)
+		}
+		p, dlq := newProcessor(t, s, examples.Routes(), time.Now)
+		resp, _ := p.Handle(ctx, events.SQSEvent{Records: []events.SQSMessage{lastReceive(sqsMessage(t, "copy", k))}})
+		if len(resp.BatchItemFailures) != 0 || len(dlq.sent) != 0 {
+			t.Fatalf("got failures %v and DLQ %v, want neither", resp.BatchItemFailures, dlq.sent)
+		}
+		if ev := mustEvent(t, s, k); ev.Status != inbox.StatusProcessing || ev.LeaseOwner != "holder" {
+			t.Fatalf("event: got %s held by %q, want processing by holder", ev.Status, ev.LeaseOwner)
+		}
+		plan, err := examples.StripeInvoicePaid(ctx, held)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := s.Complete(ctx, held, "holder", plan, inbox.OutcomeApplied, time.Now()); err != nil {
+			t.Fatal(err)
+		}
+	})
+
+	t.Run("transient failure: dead, copied to the DLQ, acknowledged", func(t *testing.T) {
+		s := mustStore(t)
+		k := mustInsert(t, s, "evt_last", "in_last", time.Now())
+		p, dlq := newProcessor(t, s, failing, time.Now)
+		m := lastReceive(sqsMessage(t, "m-last", k))
+		resp, _ := p.Handle(ctx, events.SQSEvent{Records: []events.SQSMessage{m}})
+		if len(resp.BatchItemFailures) != 0 || len(dlq.sent) != 1 || dlq.sent[0] != m.Body {
+			t.Fatalf("got failures %v and DLQ %v, want the message in the DLQ", resp.BatchItemFailures, dlq.sent)
+		}
+		ev := mustEvent(t, s, k)
+		if ev.Status != inbox.StatusDead || ev.DeadBy != "m-last" || !strings.Contains(ev.LastError, "upstream timeout") {
+			t.Errorf("event: got %+v, want dead by m-last with the cause", ev)
+		}
+		// Another copy of the message, later: the event is dead, final.
+		resp, _ = p.Handle(ctx, events.SQSEvent{Records: []events.SQSMessage{sqsMessage(t, "m-other", k)}})
+		if len(resp.BatchItemFailures) != 0 || len(dlq.sent) != 1 || mustEvent(t, s, k).Attempts != 1 {
+			t.Errorf("copy of a dead event: got failures %v, DLQ %d, want acknowledged and not attempted", resp.BatchItemFailures, len(dlq.sent))
+		}
+	})
+
+	t.Run("no event: acknowledged, nothing in the DLQ", func(t *testing.T) {
+		s := mustStore(t)
+		p, dlq := newProcessor(t, s, examples.Routes(), time.Now)
+		resp, _ := p.Handle(ctx, events.SQSEvent{Records: []events.SQSMessage{lastReceive(sqsMessage(t, "orphan", inbox.Key{Source: "stripe", EventID: "evt_none"}))}})
+		if len(resp.BatchItemFailures) != 0 || len(dlq.sent) != 0 {
+			t.Errorf("got failures %v and DLQ %v, want neither", resp.BatchItemFailures, dlq.sent)
+		}
+	})
+
+	t.Run("lease lost at commit: acknowledged, the new holder answers", func(t *testing.T) {
+		s := mustStore(t)
+		k := mustInsert(t, s, "evt_taken", "in_taken", time.Now())
+		// The handler is slow: while it runs, its lease ends and another
+		// worker claims the event.
+		slow := processor.Routes{"stripe": {"invoice.paid": func(ctx context.Context, ev inbox.Event) (effects.Plan, error) {
+			later := ev.LeaseUntil.Add(time.Second)
+			if _, err := s.Claim(ctx, ev.Key, "taker", later, later.Add(time.Minute)); err != nil {
+				return effects.Plan{}, err
+			}
+			return examples.StripeInvoicePaid(ctx, ev)
+		}}}
+		p, dlq := newProcessor(t, s, slow, time.Now)
+		resp, _ := p.Handle(ctx, events.SQSEvent{Records: []events.SQSMessage{lastReceive(sqsMessage(t, "m", k))}})
+		if len(resp.BatchItemFailures) != 0 || len(dlq.sent) != 0 {
+			t.Fatalf("got failures %v and DLQ %v, want neither", resp.BatchItemFailures, dlq.sent)
+		}
+		if ev := mustEvent(t, s, k); ev.Status != inbox.StatusProcessing || ev.LeaseOwner != "taker" {
+			t.Errorf("event: got %s held by %q, want processing by taker", ev.Status, ev.LeaseOwner)
+		}
+		if _, err := s.Effect(ctx, examples.InvoicePaidKind, "in_taken"); !errors.Is(err, inbox.ErrNotFound) {
+			t.Errorf("effect of the worker that lost its lease: %v, want none", err)
+		}
+	})
+}
+
+// TestUnfinishedEventsDoNotExpire: an event failing for longer than the
+// retention is never expired while it is unfinished.
+func TestUnfinishedEventsDoNotExpire(t *testing.T) {
+	s := mustStore(t)
+	ctx := context.Background()
+	now := time.Now()
+	k := mustInsert(t, s, "evt_slow", "in_slow", now)
+	// Failed again and again, for longer than the retention: still there.
+	p, _ := mustProcessorWith(t, s, processor.Routes{"stripe": {"invoice.paid": func(context.Context, inbox.Event) (effects.Plan, error) {
+		return effects.Plan{}, errors.New("still down")
+	}}}, func() time.Time { return now })
+	for i := range 3 {
+		now = now.Add(2 * time.Hour) // the store's retention is one hour
+		m := sqsMessage(t, fmt.Sprintf("m%d", i), k)
+		p.Handle(ctx, events.SQSEvent{Records: []events.SQSMessage{m}})
+		ev, err := s.Get(ctx, k, now)
+		if err != nil || ev.Status != inbox.StatusFailed || !ev.ExpiresAt.IsZero() {
+			t.Fatalf("after failure %d: got %+v, %v; want failed, never expiring", i, ev, err)
+		}
+	}
+}
+
+func mustProcessorWith(tb testing.TB, s processor.Store, routes processor.Routes, now func() time.Time) (*processor.Processor, *recordingDLQ) {
+	tb.Helper()
+	dlq := &recordingDLQ{}
+	p, err := processor.New(processor.Config{
+		Store: s, DeadLetters: dlq, Visibility: nopVisibility{}, Routes: routes, MaxReceiveCount: 5,
+		Logger: slog.New(slog.NewJSONHandler(&bytes.Buffer{}, nil)), Now: now,
+	})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return p, dlq
 }
