@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
@@ -18,15 +19,20 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
 	"github.com/webhook-inbox/webhook-inbox/infra/local"
+	"github.com/webhook-inbox/webhook-inbox/internal/app"
 	"github.com/webhook-inbox/webhook-inbox/internal/awstest"
+	"github.com/webhook-inbox/webhook-inbox/internal/config"
 	"github.com/webhook-inbox/webhook-inbox/internal/examples"
 	"github.com/webhook-inbox/webhook-inbox/internal/inbox"
 	"github.com/webhook-inbox/webhook-inbox/internal/inboxstore"
+	"github.com/webhook-inbox/webhook-inbox/internal/ingest"
 	"github.com/webhook-inbox/webhook-inbox/internal/queue"
 	"github.com/webhook-inbox/webhook-inbox/internal/replay"
+	"github.com/webhook-inbox/webhook-inbox/internal/secrets"
 	"github.com/webhook-inbox/webhook-inbox/internal/signature"
 )
 
@@ -379,14 +385,52 @@ func TestReplayOfADeadEventApplies(t *testing.T) {
 	}
 }
 
-// TestStrandedEventIsSwept: the event was stored but never queued (the
-// enqueue failed or ingest died between the two) and the provider never
-// retries, as GitHub does not: the scheduled sweep queues it once it is
-// overdue, and it is processed.
+// failOnce is the main queue with its first send failing, as SQS may.
+type failOnce struct {
+	q      *queue.Queue
+	failed bool
+}
+
+func (f *failOnce) Enqueue(ctx context.Context, k inbox.Key) error {
+	if !f.failed {
+		f.failed = true
+		return fmt.Errorf("send: %w: injected", inbox.ErrUnavailable)
+	}
+	return f.q.Enqueue(ctx, k)
+}
+
+// TestStrandedEventIsSwept: the event is stored, its enqueue fails, ingest
+// answers 503, and the provider never retries (GitHub does not): the
+// scheduled sweep queues it once it is overdue, and it is processed.
 func TestStrandedEventIsSwept(t *testing.T) {
 	e := mustEnv(t)
 	ctx := context.Background()
+	c, err := config.Load(func(k string) string { return e.stack.Env[k] }, app.IngestNeeds)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, err := ingest.New(ingest.Config{
+		Sources: c.Sources, Secrets: secrets.NewStore(secretsmanager.NewFromConfig(e.awsConfig), time.Minute),
+		IsSecretNotFound: secrets.IsNotFound, Store: e.store, MaxBodyBytes: c.MaxBodyBytes,
+		Queue:  &failOnce{q: queue.New(sqs.NewFromConfig(e.awsConfig), e.stack.Resources.QueueURL)},
+		Logger: slog.New(slog.DiscardHandler),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	api := httptest.NewServer(local.NewAPI(h.HandleV2, local.APIOptions{}))
+	defer api.Close()
 	body := mustRead(t, invoicePaid)
+	req, _ := http.NewRequest(http.MethodPost, api.URL+"/webhooks/stripe", bytes.NewReader(body))
+	req.Header.Set("Stripe-Signature", signature.SignStripe(body, e.secret, time.Now()))
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusServiceUnavailable {
+		t.Fatalf("delivery with the enqueue failing: got %d, want 503", resp.StatusCode)
+	}
 	var evt struct {
 		ID string `json:"id"`
 	}
@@ -394,9 +438,11 @@ func TestStrandedEventIsSwept(t *testing.T) {
 		t.Fatal(err)
 	}
 	key := inbox.Key{Source: "stripe", EventID: evt.ID}
-	now := time.Now()
-	if _, err := e.store.Insert(ctx, inbox.Event{Key: key, Kind: "stripe", Type: "invoice.paid", Payload: body, Status: inbox.StatusReceived, ReceivedAt: now, UpdatedAt: now}, now); err != nil {
-		t.Fatal(err)
+	if ev, err := e.store.Get(ctx, key, time.Now()); err != nil || ev.Status != inbox.StatusReceived {
+		t.Fatalf("stored: got %+v, %v; want received", ev, err)
+	}
+	if n := e.drainCount(t); n != 0 {
+		t.Fatalf("main queue: got %d messages, want none (the enqueue failed)", n)
 	}
 	// The schedule of the template, run locally as `make run` does.
 	sweeps, err := e.stack.Sweeper(e.stack.Replay.Handle, slog.New(slog.DiscardHandler))
@@ -409,14 +455,15 @@ func TestStrandedEventIsSwept(t *testing.T) {
 	if sum := sweeps.Once(ctx); sum.Moved != 0 || sum.OldestUnfinished != key.String() {
 		t.Fatalf("sweep before the threshold: got %+v, want nothing moved and the event reported oldest", sum)
 	}
-	// Six minutes later.
-	e.stack.Replay.Now = func() time.Time { return now.Add(6 * time.Minute) }
+	// The next scheduled sweep, overdue by more than the 5-minute threshold.
+	now := time.Now()
+	e.stack.Replay.Now = func() time.Time { return now.Add(sweeps.Every + time.Minute) }
 	if sum := sweeps.Once(ctx); sum.Moved != 1 {
 		t.Fatalf("sweep after the threshold: got %+v, want 1 moved", sum)
 	}
 	e.drain(t)
-	if ev, err := e.store.Get(ctx, key, time.Now()); err != nil || ev.Status != inbox.StatusProcessed {
-		t.Fatalf("after the sweep: got %+v, %v; want processed", ev, err)
+	if ev, err := e.store.Get(ctx, key, time.Now()); err != nil || ev.Status != inbox.StatusProcessed || ev.Outcome != inbox.OutcomeApplied {
+		t.Fatalf("after the sweep: got %+v, %v; want processed/applied", ev, err)
 	}
 	if n := e.effects(t); n != 1 {
 		t.Errorf("effect records: got %d, want 1", n)
