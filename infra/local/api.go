@@ -262,25 +262,13 @@ func (a *api) invoke(ctx context.Context, ev events.APIGatewayV2HTTPRequest) (ev
 		fnDeadline = ctx.Done()
 	}
 	ctx = lambdacontext.NewContext(ctx, &lambdacontext.LambdaContext{AwsRequestID: newUUID()})
-	type result struct {
-		resp events.APIGatewayV2HTTPResponse
-		err  error
-	}
-	done := make(chan result, 1) // buffered: a timed-out handler's send never blocks
-	go func() {
-		defer cancel()
-		var r result
-		defer func() {
-			if p := recover(); p != nil {
-				r = result{err: fmt.Errorf("ingest handler panicked: %v", p)}
-			}
-			done <- r
-		}()
-		r.resp, r.err = a.handler(ctx, ev)
-		if r.err != nil {
-			r.err = fmt.Errorf("ingest handler: %w", r.err)
+	done := start(ctx, cancel, "ingest handler", func(ctx context.Context, ev events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error) {
+		resp, err := a.handler(ctx, ev)
+		if err != nil {
+			err = fmt.Errorf("ingest handler: %w", err)
 		}
-	}()
+		return resp, err
+	}, ev)
 	t := time.NewTimer(a.integration)
 	defer t.Stop()
 	select {

@@ -341,22 +341,7 @@ func (p *Poller) invoke(ctx context.Context, ev events.SQSEvent, reqID string) (
 	deadline := time.Now().Add(timeout)
 	ictx, cancel := context.WithDeadline(ctx, deadline)
 	ictx = lambdacontext.NewContext(ictx, &lambdacontext.LambdaContext{AwsRequestID: reqID})
-	type result struct {
-		resp events.SQSEventResponse
-		err  error
-	}
-	done := make(chan result, 1) // buffered: a timed-out handler's send never blocks
-	go func() {
-		defer cancel()
-		var r result
-		defer func() {
-			if v := recover(); v != nil {
-				r = result{err: fmt.Errorf("processor handler panicked: %v", v)}
-			}
-			done <- r
-		}()
-		r.resp, r.err = p.Handler(ictx, ev)
-	}()
+	done := start(ictx, cancel, "processor handler", p.Handler, ev)
 	t := time.NewTimer(time.Until(deadline))
 	defer t.Stop()
 	select {
