@@ -9,9 +9,7 @@ import (
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
-	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/aws/smithy-go/middleware"
 
 	"github.com/webhook-inbox/webhook-inbox/internal/awstest"
@@ -61,15 +59,7 @@ func benchBatch(b *testing.B, n, concurrency int) {
 	cfg.APIOptions = append(cfg.APIOptions, latency(20*time.Millisecond))
 	db := dynamodb.NewFromConfig(cfg)
 	plain := dynamodb.NewFromConfig(srv.Config())
-	_, err := plain.CreateTable(context.Background(), &dynamodb.CreateTableInput{
-		TableName:            aws.String("inbox"),
-		BillingMode:          types.BillingModePayPerRequest,
-		KeySchema:            []types.KeySchemaElement{{AttributeName: aws.String("pk"), KeyType: types.KeyTypeHash}},
-		AttributeDefinitions: []types.AttributeDefinition{{AttributeName: aws.String("pk"), AttributeType: types.ScalarAttributeTypeS}},
-	})
-	if err != nil {
-		b.Fatal(err)
-	}
+	mustTable(b, plain)
 	setup := inboxstore.New(plain, "inbox", time.Hour)
 	logs := &bytes.Buffer{}
 	p, err := processor.New(processor.Config{

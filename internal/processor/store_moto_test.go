@@ -34,8 +34,14 @@ func (nopVisibility) Delay(context.Context, string, time.Duration) error { retur
 
 func mustStore(tb testing.TB) *inboxstore.Store {
 	tb.Helper()
-	s := awstest.Start(tb)
-	db := dynamodb.NewFromConfig(s.SerialConfig())
+	db := dynamodb.NewFromConfig(awstest.Start(tb).SerialConfig())
+	mustTable(tb, db)
+	return inboxstore.New(db, "inbox", time.Hour)
+}
+
+// mustTable creates the table "inbox" (hash key pk, on demand).
+func mustTable(tb testing.TB, db *dynamodb.Client) {
+	tb.Helper()
 	_, err := db.CreateTable(context.Background(), &dynamodb.CreateTableInput{
 		TableName:            aws.String("inbox"),
 		BillingMode:          types.BillingModePayPerRequest,
@@ -45,7 +51,6 @@ func mustStore(tb testing.TB) *inboxstore.Store {
 	if err != nil {
 		tb.Fatalf("create table: %v", err)
 	}
-	return inboxstore.New(db, "inbox", time.Hour)
 }
 
 func mustProcessor(tb testing.TB, store processor.Store, now func() time.Time) *processor.Processor {
