@@ -129,6 +129,9 @@ func TestLoadDefaults(t *testing.T) {
 	if c.LogLevel != slog.LevelInfo {
 		t.Errorf("LogLevel: got %v, want %v", c.LogLevel, slog.LevelInfo)
 	}
+	if c.Concurrency != 10 || c.RetryBase != 30*time.Second || c.RetryCap != time.Hour || c.SweepAfter != 5*time.Minute {
+		t.Errorf("processor and sweep defaults: got %d %v %v %v, want 10 30s 1h 5m", c.Concurrency, c.RetryBase, c.RetryCap, c.SweepAfter)
+	}
 }
 
 func TestLoadMissingListedTogether(t *testing.T) {
@@ -172,6 +175,15 @@ func TestLoadIntegers(t *testing.T) {
 		{"receive count zero", map[string]string{"MAX_RECEIVE_COUNT": "0"}, nil, "MAX_RECEIVE_COUNT"},
 		{"receive count above max", map[string]string{"MAX_RECEIVE_COUNT": "1001"}, nil, "MAX_RECEIVE_COUNT"},
 		{"receive count not an integer", map[string]string{"MAX_RECEIVE_COUNT": "five"}, nil, "MAX_RECEIVE_COUNT"},
+		{"concurrency", map[string]string{"PROCESSOR_CONCURRENCY": "3"}, func(c Config) (any, any) { return c.Concurrency, 3 }, ""},
+		{"concurrency zero", map[string]string{"PROCESSOR_CONCURRENCY": "0"}, nil, "PROCESSOR_CONCURRENCY"},
+		{"concurrency above max", map[string]string{"PROCESSOR_CONCURRENCY": "101"}, nil, "PROCESSOR_CONCURRENCY"},
+		{"retry base", map[string]string{"RETRY_BASE_SECONDS": "5"}, func(c Config) (any, any) { return c.RetryBase, 5 * time.Second }, ""},
+		{"retry cap", map[string]string{"RETRY_CAP_SECONDS": "43200"}, func(c Config) (any, any) { return c.RetryCap, 12 * time.Hour }, ""},
+		{"retry cap over SQS's 12 hours", map[string]string{"RETRY_CAP_SECONDS": "43201"}, nil, "RETRY_CAP_SECONDS"},
+		{"retry cap below base", map[string]string{"RETRY_BASE_SECONDS": "60", "RETRY_CAP_SECONDS": "30"}, nil, "RETRY_CAP_SECONDS"},
+		{"sweep after", map[string]string{"SWEEP_AFTER_SECONDS": "60"}, func(c Config) (any, any) { return c.SweepAfter, time.Minute }, ""},
+		{"sweep after zero", map[string]string{"SWEEP_AFTER_SECONDS": "0"}, nil, "SWEEP_AFTER_SECONDS"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
