@@ -53,10 +53,14 @@ const (
 	SweepShards     = 10
 )
 
-// MaxMessageRetention is the longest SQS keeps a message (14 days): a dead
-// event is kept at least that long after it dies, so no DLQ message can
+// MaxMessageRetention is the longest SQS keeps a message (14 days). A dead
+// event is kept at least DeadRetention after it dies, a day more than
+// that, so no DLQ message (copied a moment after the event died) can
 // outlive the event it points at.
-const MaxMessageRetention = 14 * 24 * time.Hour
+const (
+	MaxMessageRetention = 14 * 24 * time.Hour
+	DeadRetention       = MaxMessageRetention + 24*time.Hour
+)
 
 // DefaultRetention is the retention of New when it is given none.
 const DefaultRetention = 30 * 24 * time.Hour
@@ -72,7 +76,7 @@ type Store struct {
 
 // New returns a store over the named table. Retention is how long an
 // event is kept once it is finished; unfinished events never expire, and
-// dead ones are kept at least MaxMessageRetention. Zero means
+// dead ones are kept at least DeadRetention. Zero means
 // DefaultRetention.
 func New(api API, table string, retention time.Duration) *Store {
 	if retention <= 0 {
@@ -321,7 +325,13 @@ func (s *Store) Claim(ctx context.Context, k inbox.Key, owner string, now, lease
 	var ccf *types.ConditionalCheckFailedException
 	switch {
 	case errors.As(err, &ccf):
-		return refused("claim", k, ccf.Item, now)
+		ev, err := refused("claim", k, ccf.Item, now)
+		if errors.Is(err, inbox.ErrClaimed) && ev.LeaseOwner == owner {
+			// Our own claim, whose answer was lost and which the SDK sent
+			// again: the lease is ours.
+			return ev, nil
+		}
+		return ev, err
 	case err != nil:
 		return inbox.Event{}, awserr.Wrap("claim "+k.String(), err)
 	}
@@ -458,8 +468,7 @@ const maxCause = 1024
 
 // Fail records a failed attempt: the event becomes failed (due back at
 // f.RetryAt) or dead (out of the unfinished index, kept for at least
-// MaxMessageRetention, f.MessageID recorded as the message that killed
-// it), with the cause kept for operators and any lease released.
+// DeadRetention, f.MessageID recorded as the message that killed it), with the cause kept for operators and any lease released.
 //
 // It applies while f.Owner holds the lease, or while nobody holds a live
 // one: a worker whose claim failed may still record the attempt, but never
@@ -498,7 +507,7 @@ func (s *Store) Fail(ctx context.Context, k inbox.Key, f inbox.Failure, now time
 	case inbox.StatusDead:
 		update = "SET #status = :status, last_error = :cause, updated_at = :now, dead_by = :by, expires_at = :expires REMOVE lease_owner, lease_until, sweep_shard, due_ms"
 		values[":by"] = str(f.MessageID)
-		values[":expires"] = num(now.Add(max(s.retention, MaxMessageRetention)).Unix())
+		values[":expires"] = num(now.Add(max(s.retention, DeadRetention)).Unix())
 	default:
 		return inbox.Event{}, fmt.Errorf("fail %s: status %q is not failed or dead", k, f.Status)
 	}
@@ -645,14 +654,13 @@ func pending(av map[string]types.AttributeValue) (Pending, error) {
 	if err := attributevalue.UnmarshalMap(av, &it); err != nil {
 		return Pending{}, fmt.Errorf("decode index item: %w", err)
 	}
-	rest, ok := strings.CutPrefix(it.PK, eventPrefix)
-	if !ok {
-		return Pending{}, fmt.Errorf("index item %q: not an event", it.PK)
-	}
-	k, err := inbox.ParseKey(rest)
-	if err != nil {
-		return Pending{}, fmt.Errorf("index item: %w", err)
-	}
+	// The key is split, not validated: an event stored before a rule it
+	// breaks (an id alphabet) is still an event to finish, and the sweep
+	// decides what to do with it.
+	rest, _ := strings.CutPrefix(it.PK, eventPrefix)
+	source, rest, _ := strings.Cut(rest, "#")
+	account, id, _ := strings.Cut(rest, "#")
+	k := inbox.Key{Source: source, Account: account, EventID: id}
 	return Pending{Key: k, Status: inbox.Status(it.Status), ReceivedAt: time.UnixMilli(it.ReceivedMs), DueAt: time.UnixMilli(it.DueMs)}, nil
 }
 

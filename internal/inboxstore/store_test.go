@@ -330,6 +330,15 @@ func TestClaim(t *testing.T) {
 		}
 	})
 
+	t.Run("our own claim again (its answer was lost and the SDK retried)", func(t *testing.T) {
+		e := mustReceived(t, s, "evt_claim_twice")
+		mustClaim(t, s, e.Key, "worker-a", t0, until)
+		got, err := s.Claim(ctx, e.Key, "worker-a", t0.Add(time.Millisecond), until)
+		if err != nil || got.LeaseOwner != "worker-a" || got.Attempts != 1 {
+			t.Errorf("got %+v, %v; want our lease, one attempt", got, err)
+		}
+	})
+
 	t.Run("expired lease", func(t *testing.T) {
 		e := mustReceived(t, s, "evt_takeover")
 		mustClaim(t, s, e.Key, "worker-a", t0, until)
@@ -599,7 +608,7 @@ func TestFail(t *testing.T) {
 			t.Errorf("got %+v", got)
 		}
 		// A dead event outlives every DLQ message that can point at it.
-		if want := at.Add(inboxstore.MaxMessageRetention).Unix(); got.ExpiresAt.Unix() != want {
+		if want := at.Add(inboxstore.DeadRetention).Unix(); got.ExpiresAt.Unix() != want || inboxstore.DeadRetention <= inboxstore.MaxMessageRetention {
 			t.Errorf("expires_at: got %v, want %v", got.ExpiresAt, time.Unix(want, 0))
 		}
 	})

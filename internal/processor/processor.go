@@ -4,12 +4,25 @@
 // Only the records that need another try are reported back to SQS.
 //
 // The invariant it keeps: every stored event ends processed or dead, and a
-// message reaches the dead-letter queue only when its event is dead. So at
-// a message's last receive a record is reported failed only when its event
-// is dead (SQS then moves the message to the DLQ). Anything else on that
-// receive — a live lease elsewhere, an unreachable store, a record the
-// invocation had no time to start — is acknowledged instead, and the event,
-// still unfinished, is left to the sweep, which re-enqueues it.
+// message reaches the dead-letter queue only when its event is dead.
+//
+//   - At a message's last receive a record is reported failed only when its
+//     event is dead (SQS then moves the message to the DLQ). A live lease
+//     elsewhere, an event the read shows unfinished, a record the
+//     invocation had no time to start: acknowledged instead, and the event,
+//     still unfinished, is the sweep's, which re-enqueues it.
+//   - Where the store cannot say whether the event is dead (its answer to
+//     the dead write lost, a handler still running at the deadline), the
+//     record is reported: the DLQ copy is right if the write landed, and if
+//     it did not, the event is unfinished, so the sweep brings it back and
+//     it ends processed (drain-dlq then deletes the copy) or dead. A process
+//     that dies on a last receive is the same case.
+//   - Every copy of a message starts a fresh receive count (provider
+//     retries, the sweep), so the event's own claim count is bounded too
+//     (MaxAttempts): past it, the event is made dead without running its
+//     handler again. Every event's life is bounded.
+//   - Records cut off by the invocation's own deadline margin are never made
+//     dead for it.
 package processor
 
 import (
@@ -36,6 +49,7 @@ type Store interface {
 	Claim(ctx context.Context, k inbox.Key, owner string, now, leaseUntil time.Time) (inbox.Event, error)
 	Complete(ctx context.Context, ev inbox.Event, owner string, plan effects.Plan, outcome inbox.Outcome, now time.Time) error
 	Fail(ctx context.Context, k inbox.Key, f inbox.Failure, now time.Time) (inbox.Event, error)
+	Get(ctx context.Context, k inbox.Key, now time.Time) (inbox.Event, error)
 }
 
 // DeadLetters receives the messages of events that died, so operators find
@@ -88,6 +102,11 @@ type Config struct {
 	// receive n: a delay drawn from [d/2, d] with d = min(RetryCap,
 	// RetryBase·2^(n-1)).
 	RetryBase, RetryCap time.Duration
+	// MaxAttempts bounds the claims of one event over all its messages
+	// (provider retries and sweeps each bring a fresh receive count): an
+	// event claimed more often is made dead without running its handler
+	// again. Zero means 3 × MaxReceiveCount.
+	MaxAttempts int
 	// Lease is how long a claim lasts when the context has no deadline.
 	// With a deadline (always, in Lambda) the lease ends shortly after it.
 	Lease  time.Duration
@@ -114,6 +133,9 @@ func New(cfg Config) (*Processor, error) {
 	if cfg.Concurrency == 0 {
 		cfg.Concurrency = DefaultConcurrency
 	}
+	if cfg.MaxAttempts == 0 {
+		cfg.MaxAttempts = 3 * cfg.MaxReceiveCount
+	}
 	if cfg.Margin == 0 {
 		cfg.Margin = DefaultMargin
 	}
@@ -126,6 +148,8 @@ func New(cfg Config) (*Processor, error) {
 	switch {
 	case cfg.Concurrency < 1:
 		return nil, errors.New("processor: Concurrency must be at least 1")
+	case cfg.MaxAttempts < cfg.MaxReceiveCount:
+		return nil, errors.New("processor: MaxAttempts must be at least MaxReceiveCount")
 	case cfg.Margin < 0:
 		return nil, errors.New("processor: Margin must not be negative")
 	case cfg.RetryBase < time.Second || cfg.RetryCap < cfg.RetryBase || cfg.RetryCap > MaxRetryCap:
@@ -161,6 +185,10 @@ const (
 	logUnstarted        = "unstarted"
 	logUnfinished       = "unfinished"
 	logToSweep          = "left_to_sweep"
+	// logRedrive: on the last receive, the event could not be confirmed
+	// dead; the record is reported so that SQS's redrive moves it to the
+	// DLQ (see Processor.dead).
+	logRedrive = "redrive_unconfirmed"
 )
 
 // invocation is what the records of one batch share.
@@ -219,10 +247,13 @@ type finished struct {
 func (p *Processor) Handle(ctx context.Context, e events.SQSEvent) (events.SQSEventResponse, error) {
 	log := obs.WithRequest(ctx, p.cfg.Logger)
 	inv := p.invocation(ctx)
-	work, cancel := context.WithCancel(ctx)
+	var work context.Context
+	var cancel context.CancelFunc
 	book := context.WithoutCancel(ctx)
 	var report <-chan time.Time
-	if inv.hasDeadline {
+	if !inv.hasDeadline {
+		work, cancel = context.WithCancel(ctx)
+	} else {
 		var cancelBook context.CancelFunc
 		work, cancel = context.WithDeadline(ctx, inv.stop)
 		book, cancelBook = context.WithDeadline(book, inv.report)
@@ -300,11 +331,14 @@ collect:
 }
 
 // cutOff is the result of a record the invocation's deadline stopped:
-// never started, or still running when the batch response was due. It is
-// retried, except on its last receive, where a failure would put its
-// message in the DLQ while its event is not dead: there it is acknowledged
-// and its event left to the sweep (a running handler is cancelled and
-// commits nothing; its lease ends shortly after the deadline).
+// never started, or still running when the batch response was due (its
+// handler is cancelled and commits nothing; its lease ends shortly after
+// the deadline). It is retried. On its last receive, a record never
+// started is acknowledged instead, its event untouched and unfinished for
+// the sweep; one still running is reported, since it may have made its
+// event dead without copying the message: SQS's redrive makes the copy
+// (and if the event is not dead, it is unfinished, and the sweep brings it
+// back).
 func (p *Processor) cutOff(rec events.SQSMessage, started bool) *recordResult {
 	res := &recordResult{outcome: logUnstarted, retry: true, err: errors.New("not started before the invocation's deadline margin")}
 	if started {
@@ -313,15 +347,21 @@ func (p *Processor) cutOff(rec events.SQSMessage, started bool) *recordResult {
 	if msg, err := inbox.DecodeMessage(rec.Body); err == nil {
 		res.key = msg.Key
 	}
-	if p.last(rec) {
+	if !started && p.last(rec) {
 		res.outcome, res.retry = logToSweep, false
 	}
 	return res
 }
 
+// receives is the record's ApproximateReceiveCount. Lambda always sends
+// it; a record without one is taken as on its last receive, the reading
+// that can never put a live event's message in the DLQ.
 func (p *Processor) receives(rec events.SQSMessage) int {
-	n, _ := strconv.Atoi(rec.Attributes["ApproximateReceiveCount"])
-	return max(n, 1)
+	n, err := strconv.Atoi(rec.Attributes["ApproximateReceiveCount"])
+	if err != nil || n < 1 {
+		return p.cfg.MaxReceiveCount
+	}
+	return n
 }
 
 func (p *Processor) last(rec events.SQSMessage) bool {
@@ -367,6 +407,9 @@ func (p *Processor) record(work, book context.Context, inv invocation, rec event
 		return p.claimedElsewhere(book, rec, ev, res, err)
 	case err != nil:
 		return p.failed(work, book, rec, k, owner, res, err)
+	}
+	if ev.Attempts > p.cfg.MaxAttempts {
+		return p.dead(book, rec, k, owner, res, fmt.Errorf("%d attempts, over the budget of %d: not tried again", ev.Attempts, p.cfg.MaxAttempts))
 	}
 
 	plan, outcome, err := p.plan(work, ev)
@@ -451,46 +494,28 @@ func (p *Processor) claimedElsewhere(book context.Context, rec events.SQSMessage
 	return res
 }
 
-// failed records a failed attempt. A permanent error, and any error on the
-// last receive, makes the event dead and copies its message to the DLQ;
-// any other comes back after a backoff.
+// failed records a failed attempt. A permanent error, and any other error
+// on the last receive, makes the event dead and copies its message to the
+// DLQ; a transient one comes back after a backoff. A record cut off by the
+// invocation's own deadline margin has done nothing wrong: it is never made
+// dead for it, only released (due at once) and, on its last receive, left to
+// the sweep.
 func (p *Processor) failed(work, book context.Context, rec events.SQSMessage, k inbox.Key, owner string, res recordResult, cause error) recordResult {
-	if work.Err() != nil && errors.Is(cause, work.Err()) {
+	cut := work.Err() != nil && errors.Is(cause, work.Err())
+	if cut {
 		cause = fmt.Errorf("abandoned at the invocation's deadline margin: %w", cause)
 	}
-	permanent := effects.IsPermanent(cause) || errors.Is(cause, inbox.ErrInvalid)
+	permanent := !cut && (effects.IsPermanent(cause) || errors.Is(cause, inbox.ErrInvalid))
 	last := p.last(rec)
 	res.err = cause
-	now := p.cfg.Now()
-	if permanent || last {
-		ev, err := p.cfg.Store.Fail(book, k, inbox.Failure{Owner: owner, Status: inbox.StatusDead, Cause: cause.Error(), MessageID: rec.MessageId}, now)
-		switch {
-		case err == nil:
-			res.outcome = logDead
-			return p.toDLQ(book, rec, res, cause)
-		case errors.Is(err, inbox.ErrAlreadyProcessed):
-			res.outcome = logAlreadyProcessed
-		case errors.Is(err, inbox.ErrDead):
-			res.outcome = logAlreadyDead
-			if ev.DeadBy == rec.MessageId {
-				return p.toDLQ(book, rec, res, cause)
-			}
-		case errors.Is(err, inbox.ErrNotFound):
-			res.outcome = logOrphan
-		case errors.Is(err, inbox.ErrClaimed):
-			return p.claimedElsewhere(book, rec, ev, res, fmt.Errorf("%w; marking dead: %w", cause, err))
-		case last:
-			// The event cannot be marked dead now; a failure would move
-			// its message to the DLQ while it is not. The sweep brings it
-			// back once the store answers.
-			res.outcome, res.err = logToSweep, fmt.Errorf("%w; marking dead: %w", cause, err)
-		default:
-			res.outcome, res.retry, res.err = logRetry, true, fmt.Errorf("%w; marking dead: %w", cause, err)
-			p.delay(book, rec, p.backoff(rec), &res)
-		}
-		return res
+	if permanent || (last && !cut) {
+		return p.dead(book, rec, k, owner, res, cause)
 	}
 	wait := p.backoff(rec)
+	if cut && last {
+		wait = 0
+	}
+	now := p.cfg.Now()
 	ev, err := p.cfg.Store.Fail(book, k, inbox.Failure{Owner: owner, Status: inbox.StatusFailed, Cause: cause.Error(), RetryAt: now.Add(wait)}, now)
 	switch {
 	case errors.Is(err, inbox.ErrAlreadyProcessed):
@@ -507,8 +532,67 @@ func (p *Processor) failed(work, book context.Context, rec events.SQSMessage, k 
 	case err != nil:
 		res.err = fmt.Errorf("%w; recording failure: %w", cause, err)
 	}
+	if cut && last {
+		// Unfinished and due: the sweep sends it again with a fresh
+		// budget, while its attempts count toward the event's own.
+		res.outcome = logToSweep
+		return res
+	}
 	res.outcome, res.retry = logRetry, true
 	p.delay(book, rec, wait, &res)
+	return res
+}
+
+// dead marks the event dead, by this message, and copies the message to
+// the DLQ. When the store does not say whether the write landed, a
+// consistent read decides; if that fails too, the record is reported on its
+// last receive (SQS moves it to the DLQ: consistent if the write landed, and
+// otherwise the event is still unfinished, so the sweep brings it back and
+// it ends processed or dead) and retried after a backoff before it.
+func (p *Processor) dead(book context.Context, rec events.SQSMessage, k inbox.Key, owner string, res recordResult, cause error) recordResult {
+	last := p.last(rec)
+	now := p.cfg.Now()
+	ev, err := p.cfg.Store.Fail(book, k, inbox.Failure{Owner: owner, Status: inbox.StatusDead, Cause: cause.Error(), MessageID: rec.MessageId}, now)
+	if err != nil && !errors.Is(err, inbox.ErrAlreadyProcessed) && !errors.Is(err, inbox.ErrDead) &&
+		!errors.Is(err, inbox.ErrNotFound) && !errors.Is(err, inbox.ErrClaimed) {
+		res.err = fmt.Errorf("%w; marking dead: %w", cause, err)
+		stored, gerr := p.cfg.Store.Get(book, k, now)
+		switch {
+		case gerr == nil && stored.Status == inbox.StatusDead:
+			ev, err = stored, inbox.ErrDead
+		case gerr == nil && stored.Status == inbox.StatusProcessed:
+			err = inbox.ErrAlreadyProcessed
+		case errors.Is(gerr, inbox.ErrNotFound):
+			err = gerr
+		case gerr == nil && last:
+			// Unfinished, and not ours to end now: the sweep's.
+			res.outcome = logToSweep
+			return res
+		case last:
+			res.outcome, res.retry = logRedrive, true
+			return res
+		default:
+			res.outcome, res.retry = logRetry, true
+			p.delay(book, rec, p.backoff(rec), &res)
+			return res
+		}
+	}
+	switch {
+	case err == nil:
+		res.outcome = logDead
+		return p.toDLQ(book, rec, res, cause)
+	case errors.Is(err, inbox.ErrAlreadyProcessed):
+		res.outcome = logAlreadyProcessed
+	case errors.Is(err, inbox.ErrDead):
+		res.outcome = logAlreadyDead
+		if ev.DeadBy == rec.MessageId {
+			return p.toDLQ(book, rec, res, cause)
+		}
+	case errors.Is(err, inbox.ErrNotFound):
+		res.outcome = logOrphan
+	case errors.Is(err, inbox.ErrClaimed):
+		return p.claimedElsewhere(book, rec, ev, res, fmt.Errorf("%w; marking dead: %w", cause, err))
+	}
 	return res
 }
 

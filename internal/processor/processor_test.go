@@ -26,9 +26,21 @@ type fakeStore struct {
 	claim    func(k inbox.Key, owner string) (inbox.Event, error)
 	complete func(plan effects.Plan, outcome inbox.Outcome) error
 	fail     func(f inbox.Failure) (inbox.Event, error)
+	// get answers the consistent read after a failure whose outcome is
+	// unknown; nil is an unreachable store.
+	get func() (inbox.Event, error)
 
 	mu    sync.Mutex
 	fails []inbox.Failure
+	// dead is set when a Fail to dead succeeded: the event is dead.
+	dead bool
+}
+
+func (f *fakeStore) Get(context.Context, inbox.Key, time.Time) (inbox.Event, error) {
+	if f.get == nil {
+		return inbox.Event{}, inbox.ErrUnavailable
+	}
+	return f.get()
 }
 
 func (f *fakeStore) Claim(_ context.Context, k inbox.Key, owner string, _, _ time.Time) (inbox.Event, error) {
@@ -47,12 +59,16 @@ func (f *fakeStore) Complete(ctx context.Context, _ inbox.Event, _ string, plan 
 
 func (f *fakeStore) Fail(_ context.Context, _ inbox.Key, fl inbox.Failure, _ time.Time) (inbox.Event, error) {
 	f.mu.Lock()
+	defer f.mu.Unlock()
 	f.fails = append(f.fails, fl)
-	f.mu.Unlock()
-	if f.fail == nil {
-		return inbox.Event{Key: key, Status: fl.Status}, nil
+	ev, err := inbox.Event{Key: key, Status: fl.Status}, error(nil)
+	if f.fail != nil {
+		ev, err = f.fail(fl)
 	}
-	return f.fail(fl)
+	if err == nil && fl.Status == inbox.StatusDead {
+		f.dead = true
+	}
+	return ev, err
 }
 
 func (f *fakeStore) statuses() []inbox.Status {
@@ -207,7 +223,9 @@ func TestRecordOutcomes(t *testing.T) {
 		handler  effects.Handler
 		complete func(effects.Plan, inbox.Outcome) error
 		fail     func(inbox.Failure) (inbox.Event, error)
+		get      func() (inbox.Event, error)
 		dlqErr   error
+		noCount  bool // the record carries no ApproximateReceiveCount
 
 		wantRetry   bool
 		wantFails   []inbox.Status
@@ -252,10 +270,31 @@ func TestRecordOutcomes(t *testing.T) {
 		{name: "store outage on claim on the last receive marks dead", receives: 3,
 			claim:     claimErr(inbox.Event{}, inbox.ErrUnavailable),
 			wantFails: []inbox.Status{inbox.StatusDead}, wantDLQ: 1, wantDelay: -1, wantOutcome: "dead"},
-		{name: "store down on the last receive is left to the sweep, not sent to the DLQ", receives: 3,
+		{name: "store down on the last receive: reported for the redrive, the outcome unknown", receives: 3,
 			claim:     claimErr(inbox.Event{}, inbox.ErrUnavailable),
 			fail:      func(inbox.Failure) (inbox.Event, error) { return inbox.Event{}, inbox.ErrUnavailable },
+			wantRetry: true, wantFails: []inbox.Status{inbox.StatusDead}, wantDelay: -1, wantOutcome: "redrive_unconfirmed"},
+		{name: "dead written but its answer lost: the read finds it dead by this message, copied", receives: 3,
+			claim: claimed, handler: handlerOf(effects.Plan{}, errBoom),
+			fail:      func(inbox.Failure) (inbox.Event, error) { return inbox.Event{}, inbox.ErrUnavailable },
+			get:       func() (inbox.Event, error) { return inbox.Event{Key: key, Status: inbox.StatusDead, DeadBy: "m1"}, nil },
+			wantFails: []inbox.Status{inbox.StatusDead}, wantDLQ: 1, wantDelay: -1, wantOutcome: "already_dead"},
+		{name: "dead not written, the read finds it unfinished: left to the sweep", receives: 3,
+			claim: claimed, handler: handlerOf(effects.Plan{}, errBoom),
+			fail:      func(inbox.Failure) (inbox.Event, error) { return inbox.Event{}, inbox.ErrUnavailable },
+			get:       func() (inbox.Event, error) { return inbox.Event{Key: key, Status: inbox.StatusFailed}, nil },
 			wantFails: []inbox.Status{inbox.StatusDead}, wantDelay: -1, wantOutcome: "left_to_sweep"},
+		{name: "permanent error, dead not confirmed before the last receive: backed off", receives: 1,
+			claim: claimed, handler: handlerOf(effects.Plan{}, effects.Permanent(errBoom)),
+			fail:      func(inbox.Failure) (inbox.Event, error) { return inbox.Event{}, inbox.ErrUnavailable },
+			wantRetry: true, wantFails: []inbox.Status{inbox.StatusDead}, wantDelay: backoff1, wantOutcome: "retry"},
+		{name: "over the attempts budget: dead without running the handler", receives: 1,
+			claim:     claimErr(inbox.Event{Key: key, Kind: "stripe", Type: "invoice.paid", Status: inbox.StatusProcessing, Attempts: 10}, nil),
+			handler:   func(context.Context, inbox.Event) (effects.Plan, error) { panic("the handler ran") },
+			wantFails: []inbox.Status{inbox.StatusDead}, wantDLQ: 1, wantDelay: -1, wantOutcome: "dead"},
+		{name: "no receive count is taken as the last receive", noCount: true, claim: claimed,
+			handler:   handlerOf(effects.Plan{}, errBoom),
+			wantFails: []inbox.Status{inbox.StatusDead}, wantDLQ: 1, wantDelay: -1, wantOutcome: "dead"},
 		{name: "transient handler error is backed off", receives: 1, claim: claimed, handler: handlerOf(effects.Plan{}, errBoom),
 			wantRetry: true, wantFails: []inbox.Status{inbox.StatusFailed}, wantDelay: backoff1, wantOutcome: "retry"},
 		{name: "backoff grows with the receive count", receives: 2, claim: claimed, handler: handlerOf(effects.Plan{}, errBoom),
@@ -323,10 +362,14 @@ func TestRecordOutcomes(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			store := &fakeStore{claim: tt.claim, complete: tt.complete, fail: tt.fail}
+			store := &fakeStore{claim: tt.claim, complete: tt.complete, fail: tt.fail, get: tt.get}
 			h := newHarness(t, store, tt.handler)
 			h.dlq.err = tt.dlqErr
-			resp, err := h.p.Handle(context.Background(), events.SQSEvent{Records: []events.SQSMessage{message(t, "m1", tt.receives)}})
+			m := message(t, "m1", tt.receives)
+			if tt.noCount {
+				m.Attributes = nil
+			}
+			resp, err := h.p.Handle(context.Background(), events.SQSEvent{Records: []events.SQSMessage{m}})
 			if err != nil {
 				t.Fatalf("Handle: %v", err)
 			}
@@ -350,8 +393,11 @@ func TestRecordOutcomes(t *testing.T) {
 				t.Errorf("logs: got %s, want %s", h.logs, want)
 			}
 			// The invariant: a message reported failed on its last receive
-			// goes to the DLQ, so its event must be dead.
-			if tt.receives == 3 && tt.wantRetry {
+			// goes to the DLQ, so its event must be dead (made dead here, or
+			// found dead by this message), unless the store could not say
+			// (then the event is unfinished, for the sweep, or dead).
+			if (tt.receives == 3 || tt.noCount) && len(resp.BatchItemFailures) > 0 && !store.dead &&
+				!strings.Contains(h.logs.String(), `"outcome":"redrive_unconfirmed"`) {
 				t.Errorf("a failure on the last receive for an event not dead")
 			}
 		})
@@ -499,43 +545,56 @@ func TestDeadlineCutsOff(t *testing.T) {
 			if got := len(resp.BatchItemFailures); got != wantFailures {
 				t.Errorf("failures: got %d, want %d", got, wantFailures)
 			}
+			// Cut off by the invocation's own deadline is no fault of the
+			// event's: released, due at once on the last receive, never made
+			// dead.
+			if len(store.fails) != DefaultConcurrency {
+				t.Errorf("recorded failures: got %d, want %d (the started ones)", len(store.fails), DefaultConcurrency)
+			}
 			for _, f := range store.fails {
-				if f.Status != inbox.StatusFailed && receives == 1 {
-					t.Errorf("recorded %s on the first receive", f.Status)
+				if f.Status != inbox.StatusFailed {
+					t.Errorf("recorded %s", f.Status)
 				}
 				if !strings.Contains(f.Cause, "deadline margin") {
 					t.Errorf("cause: got %q", f.Cause)
 				}
+				if receives == 3 && f.RetryAt.After(time.Now()) {
+					t.Errorf("last receive: due at %v, want at once for the sweep", f.RetryAt)
+				}
 			}
-			if receives == 3 && len(h.dlq.sent) != len(store.fails) {
-				t.Errorf("last receive: %d dead, %d copied to the DLQ", len(store.fails), len(h.dlq.sent))
+			if len(h.dlq.sent) != 0 {
+				t.Errorf("DLQ: got %d, want none", len(h.dlq.sent))
 			}
 		})
 	}
 }
 
 // TestStuckHandlerIsReported: a handler that ignores its context does not
-// hold the batch response past the deadline.
+// hold the batch response past the deadline. It is reported on every
+// receive, the last included: it may have made its event dead without
+// copying the message, which SQS's redrive then does.
 func TestStuckHandlerIsReported(t *testing.T) {
-	stuck := make(chan struct{})
-	defer close(stuck)
-	handler := func(context.Context, inbox.Event) (effects.Plan, error) {
-		<-stuck
-		return effects.Plan{}, nil
-	}
-	h := newHarness(t, &fakeStore{claim: claimed}, handler, func(c *Config) { c.Now = time.Now })
-	deadline := time.Now().Add(time.Second)
-	ctx, cancel := context.WithDeadline(context.Background(), deadline)
-	defer cancel()
-	resp, _ := h.p.Handle(ctx, events.SQSEvent{Records: []events.SQSMessage{message(t, "m1", 1)}})
-	if !time.Now().Before(deadline) {
-		t.Errorf("Handle returned after the deadline")
-	}
-	if got := fmt.Sprint(failures(resp)); got != "[m1]" {
-		t.Errorf("failures: got %s, want [m1]", got)
-	}
-	if !strings.Contains(h.logs.String(), `"outcome":"unfinished"`) {
-		t.Errorf("logs: %s", h.logs)
+	for _, receives := range []int{1, 3} {
+		stuck := make(chan struct{})
+		handler := func(context.Context, inbox.Event) (effects.Plan, error) {
+			<-stuck
+			return effects.Plan{}, nil
+		}
+		h := newHarness(t, &fakeStore{claim: claimed}, handler, func(c *Config) { c.Now = time.Now })
+		deadline := time.Now().Add(time.Second)
+		ctx, cancel := context.WithDeadline(context.Background(), deadline)
+		resp, _ := h.p.Handle(ctx, events.SQSEvent{Records: []events.SQSMessage{message(t, "m1", receives)}})
+		if !time.Now().Before(deadline) {
+			t.Errorf("receive %d: Handle returned after the deadline", receives)
+		}
+		if got := fmt.Sprint(failures(resp)); got != "[m1]" {
+			t.Errorf("receive %d: failures: got %s, want [m1]", receives, got)
+		}
+		if !strings.Contains(h.logs.String(), `"outcome":"unfinished"`) {
+			t.Errorf("receive %d: logs: %s", receives, h.logs)
+		}
+		cancel()
+		close(stuck)
 	}
 }
 
@@ -648,6 +707,7 @@ func TestNewRejects(t *testing.T) {
 		"cap below base": func(c *Config) { c.RetryBase, c.RetryCap = time.Minute, time.Second },
 		"cap over 12h":   func(c *Config) { c.RetryCap = 13 * time.Hour },
 		"concurrency":    func(c *Config) { c.Concurrency = -1 },
+		"attempts":       func(c *Config) { c.MaxReceiveCount, c.MaxAttempts = 3, 2 },
 	} {
 		c := base
 		mod(&c)

@@ -46,6 +46,7 @@ type Store interface {
 	Overdue(ctx context.Context, cutoff time.Time, limit int) ([]inboxstore.Pending, error)
 	Oldest(ctx context.Context) (inboxstore.Pending, bool, error)
 	Reschedule(ctx context.Context, k inbox.Key, was, due time.Time) (bool, error)
+	Fail(ctx context.Context, k inbox.Key, f inbox.Failure, now time.Time) (inbox.Event, error)
 }
 
 // Request is the console or CLI test event, or the sweep's schedule.
@@ -83,6 +84,9 @@ type Summary struct {
 	// Skipped counts overdue events another worker or sweep touched
 	// between the sweep's read and its write: left to them.
 	Skipped int `json:"skipped,omitempty"`
+	// Dead counts overdue events the sweep made dead: their key cannot be
+	// queued (stored before a rule it breaks).
+	Dead int `json:"dead,omitempty"`
 	// OldestUnfinished is the unfinished event received first, and its age.
 	OldestUnfinished           string  `json:"oldest_unfinished,omitempty"`
 	OldestUnfinishedAgeSeconds float64 `json:"oldest_unfinished_age_seconds,omitempty"`
@@ -155,7 +159,7 @@ func (r *Replayer) Handle(ctx context.Context, req Request) (Summary, error) {
 		s.Error = err.Error()
 	}
 	attrs := []any{"action", s.Action, "dry_run", s.DryRun, "examined", s.Examined,
-		"moved", s.Moved, "unreadable", s.Unreadable, "orphans", s.Orphans, "processed", s.Processed, "skipped", s.Skipped}
+		"moved", s.Moved, "unreadable", s.Unreadable, "orphans", s.Orphans, "processed", s.Processed, "skipped", s.Skipped, "dead", s.Dead}
 	if s.Action == ActionSweep {
 		attrs = append(attrs, "oldest_unfinished", s.OldestUnfinished, "oldest_unfinished_age_seconds", s.OldestUnfinishedAgeSeconds)
 	}
@@ -331,7 +335,16 @@ func (r *Replayer) sweep(ctx context.Context, req Request, s *Summary) error {
 		}
 		body, err := inbox.EncodeMessage(p.Key)
 		if err != nil {
-			return err
+			// Stored before a rule its key breaks: no message can point at
+			// it, so it can never be processed. It ends dead, with the
+			// reason, rather than unfinished forever.
+			cause := fmt.Sprintf("sweep: its key cannot be queued: %v", err)
+			if _, ferr := r.Store.Fail(ctx, p.Key, inbox.Failure{Status: inbox.StatusDead, Cause: cause}, now); ferr != nil && !errors.Is(ferr, inbox.ErrClaimed) &&
+				!errors.Is(ferr, inbox.ErrAlreadyProcessed) && !errors.Is(ferr, inbox.ErrDead) && !errors.Is(ferr, inbox.ErrNotFound) {
+				return fmt.Errorf("mark %s dead: %w", p.Key, ferr)
+			}
+			s.Dead++
+			continue
 		}
 		if err := r.Main.Send(ctx, body); err != nil {
 			return fmt.Errorf("enqueue %s: %w", p.Key, err)

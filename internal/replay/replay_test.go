@@ -253,6 +253,32 @@ func TestSweep(t *testing.T) {
 	}
 }
 
+// TestSweepEndsAnEventItCannotQueue: an event stored before a rule its key
+// breaks (here a NUL in its id) can never be queued; the sweep makes it
+// dead with the reason instead of leaving it unfinished forever.
+func TestSweepEndsAnEventItCannotQueue(t *testing.T) {
+	st := mustStack(t)
+	ctx := context.Background()
+	bad := inbox.Key{Source: "stripe", EventID: "evt_\x00old"}
+	ev := inbox.Event{Key: bad, Kind: "stripe", Type: "invoice.paid", Payload: []byte(`{}`), Status: inbox.StatusReceived, ReceivedAt: t0, UpdatedAt: t0}
+	if _, err := st.store.Insert(ctx, ev, t0); err != nil {
+		t.Fatal(err)
+	}
+	good := mustEvent(t, st.store, "evt_good", inbox.StatusReceived, t0)
+	no := false
+	sum, err := st.replayer(t0.Add(time.Hour)).Handle(ctx, replay.Request{Action: replay.ActionSweep, DryRun: &no})
+	if err != nil || sum.Error != "" || sum.Dead != 1 || sum.Moved != 1 {
+		t.Fatalf("sweep: got %+v, %v; want one dead, one moved", sum, err)
+	}
+	got, err := st.store.Get(ctx, bad, t0.Add(time.Hour))
+	if err != nil || got.Status != inbox.StatusDead || !strings.Contains(got.LastError, "cannot be queued") {
+		t.Errorf("bad key: got %+v, %v; want dead with the reason", got, err)
+	}
+	if msgs := drainAll(t, st.main); fmt.Sprint(msgs) != "["+bodyOf(t, good)+"]" {
+		t.Errorf("main queue: got %q", msgs)
+	}
+}
+
 func TestBadRequests(t *testing.T) {
 	r := &replay.Replayer{Logger: slog.New(slog.NewJSONHandler(&bytes.Buffer{}, nil))}
 	for _, req := range []replay.Request{{Action: "purge"}, {Limit: -1}, {Limit: replay.MaxLimit + 1}, {OlderThanSeconds: 5}, {Action: replay.ActionSweep, OlderThanSeconds: -1}} {
