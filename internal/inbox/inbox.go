@@ -48,6 +48,9 @@ var (
 	ErrClaimed = errors.New("inbox: event claimed by another worker")
 	// ErrAlreadyProcessed means the event finished processing earlier.
 	ErrAlreadyProcessed = errors.New("inbox: event already processed")
+	// ErrNotDue means the event failed and its next try is not due yet: a
+	// copy of its message (a provider's retry) waits for the backoff too.
+	ErrNotDue = errors.New("inbox: event not due yet")
 	// ErrLeaseLost means the worker's lease was taken over before it committed.
 	ErrLeaseLost = errors.New("inbox: lease lost before commit")
 	// ErrDead means the event is dead: final until an operator replays it.
@@ -189,13 +192,16 @@ type Event struct {
 	// event (a retry number, a second id); never secrets.
 	Attributes map[string]string
 
-	Status      Status
-	Outcome     Outcome
-	Attempts    int
-	LastError   string
-	ReceivedAt  time.Time
-	UpdatedAt   time.Time
-	ProcessedAt time.Time
+	Status   Status
+	Outcome  Outcome
+	Attempts int
+	// RevivedAttempts is Attempts when an operator last revived the event:
+	// the attempts budget counts from there.
+	RevivedAttempts int
+	LastError       string
+	ReceivedAt      time.Time
+	UpdatedAt       time.Time
+	ProcessedAt     time.Time
 	// ExpiresAt is when the item may be deleted (the table's TTL attribute).
 	ExpiresAt time.Time
 	// LeaseOwner and LeaseUntil are set while a worker processes the event.
@@ -283,4 +289,7 @@ type Failure struct {
 	// MessageID is the queue message that carried the attempt (dead only):
 	// the one message copied to the DLQ for it.
 	MessageID string
+	// Refund takes the attempt back (failed only): the invocation's own
+	// deadline cut it off, which is no fault of the event's.
+	Refund bool
 }

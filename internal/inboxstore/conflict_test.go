@@ -61,6 +61,16 @@ func TestCompleteRetriesConflicts(t *testing.T) {
 		{"throttled", []error{cancelledBy("ThrottlingError", "None")}, 1, inbox.ErrUnavailable},
 		{"lease lost", []error{cancelledBy("None", "ConditionalCheckFailed")}, 1, inbox.ErrLeaseLost},
 	}
+	t.Run("a retry cut short by the context says so", func(t *testing.T) {
+		api := &transactAPI{errs: []error{cancelledBy("None", "TransactionConflict"), cancelledBy("None", "TransactionConflict")}}
+		s := inboxstore.New(api, "inbox", retention)
+		ctx, cancel := context.WithCancel(context.Background())
+		cancel()
+		err := s.Complete(ctx, ev, "worker-a", plan, inbox.OutcomeApplied, t0)
+		if !errors.Is(err, context.Canceled) || api.calls != 1 {
+			t.Errorf("got %v after %d calls, want context.Canceled after 1", err, api.calls)
+		}
+	})
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			api := &transactAPI{errs: tt.errs}

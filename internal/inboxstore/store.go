@@ -113,6 +113,7 @@ type item struct {
 	Status      string            `dynamodbav:"status"`
 	Outcome     string            `dynamodbav:"outcome,omitempty"`
 	Attempts    int               `dynamodbav:"attempts"`
+	Revived     int               `dynamodbav:"revived_attempts,omitempty"`
 	LastError   string            `dynamodbav:"last_error,omitempty"`
 	ReceivedAt  string            `dynamodbav:"received_at"`
 	UpdatedAt   string            `dynamodbav:"updated_at"`
@@ -153,7 +154,7 @@ func toItem(e inbox.Event) item {
 	it := item{
 		PK: pk(e.Key), Source: e.Key.Source, Account: e.Key.Account, EventID: e.Key.EventID,
 		Kind: e.Kind, EventType: e.Type, CreatedAt: ts(e.Created), Payload: e.Payload, Attributes: e.Attributes,
-		Status: string(e.Status), Outcome: string(e.Outcome), Attempts: e.Attempts,
+		Status: string(e.Status), Outcome: string(e.Outcome), Attempts: e.Attempts, Revived: e.RevivedAttempts,
 		LastError: e.LastError, ReceivedAt: ts(e.ReceivedAt), UpdatedAt: ts(e.UpdatedAt),
 		ProcessedAt: ts(e.ProcessedAt), LeaseOwner: e.LeaseOwner, DeadBy: e.DeadBy,
 	}
@@ -179,7 +180,7 @@ func (it item) event() inbox.Event {
 	e := inbox.Event{
 		Key:  inbox.Key{Source: it.Source, Account: it.Account, EventID: it.EventID},
 		Kind: it.Kind, Type: it.EventType, Created: parseTS(it.CreatedAt), Payload: it.Payload,
-		Attributes: it.Attributes, Status: inbox.Status(it.Status), Outcome: inbox.Outcome(it.Outcome), Attempts: it.Attempts,
+		Attributes: it.Attributes, Status: inbox.Status(it.Status), Outcome: inbox.Outcome(it.Outcome), Attempts: it.Attempts, RevivedAttempts: it.Revived,
 		LastError: it.LastError, ReceivedAt: parseTS(it.ReceivedAt), UpdatedAt: parseTS(it.UpdatedAt),
 		ProcessedAt: parseTS(it.ProcessedAt), LeaseOwner: it.LeaseOwner, DeadBy: it.DeadBy,
 	}
@@ -286,13 +287,17 @@ func refused(op string, k inbox.Key, old map[string]types.AttributeValue, now ti
 		return ev, fmt.Errorf("%s %s: %w", op, k, inbox.ErrAlreadyProcessed)
 	case ev.Status == inbox.StatusDead:
 		return ev, fmt.Errorf("%s %s: %w", op, k, inbox.ErrDead)
+	case ev.Status == inbox.StatusFailed && ev.DueAt.After(now):
+		return ev, fmt.Errorf("%s %s: due at %s: %w", op, k, ts(ev.DueAt), inbox.ErrNotDue)
 	}
 	return ev, fmt.Errorf("%s %s: held by %s until %s: %w", op, k, ev.LeaseOwner, ts(ev.LeaseUntil), inbox.ErrClaimed)
 }
 
 // Claim takes a lease on the event for owner until leaseUntil and counts an
-// attempt. It succeeds for events that are received or failed, and for
-// events in processing whose lease has expired (a crashed worker). A dead
+// attempt. It succeeds for events that are received, failed and due (their
+// backoff over: a provider's retry does not cut it short, it returns
+// inbox.ErrNotDue), and in processing whose lease has expired (a crashed
+// worker). A dead
 // event is final (inbox.ErrDead) until an operator revives it. Otherwise it
 // returns inbox.ErrAlreadyProcessed, inbox.ErrClaimed (another live lease)
 // or inbox.ErrNotFound (absent or expired), with the stored event where
@@ -305,7 +310,9 @@ func (s *Store) Claim(ctx context.Context, k inbox.Key, owner string, now, lease
 		UpdateExpression: aws.String("SET #status = :processing, lease_owner = :owner, lease_until = :until, due_ms = :until, attempts = if_not_exists(attempts, :zero) + :one, updated_at = :now"),
 		ConditionExpression: aws.String("attribute_exists(pk) AND " +
 			"(attribute_not_exists(expires_at) OR expires_at >= :nows) AND " +
-			"(#status IN (:received, :failed) OR (#status = :processing AND lease_until < :nowms))"),
+			"(#status = :received OR " +
+			"(#status = :failed AND (attribute_not_exists(due_ms) OR due_ms <= :nowms)) OR " +
+			"(#status = :processing AND lease_until < :nowms))"),
 		ExpressionAttributeNames: map[string]string{"#status": "status"},
 		ExpressionAttributeValues: map[string]types.AttributeValue{
 			":processing": str(string(inbox.StatusProcessing)),
@@ -408,7 +415,9 @@ func (s *Store) Complete(ctx context.Context, ev inbox.Event, owner string, plan
 		}
 		pause := conflictPause << try
 		if serr := s.sleep(ctx, pause/2+rand.N(pause/2+1)); serr != nil {
-			return err
+			// Cut short by the caller's context: say so, so a deadline
+			// cut-off is told apart from a failure.
+			return errors.Join(err, serr)
 		}
 	}
 }
@@ -504,6 +513,10 @@ func (s *Store) Fail(ctx context.Context, k inbox.Key, f inbox.Failure, now time
 		}
 		update = "SET #status = :status, last_error = :cause, updated_at = :now, due_ms = :due REMOVE lease_owner, lease_until"
 		values[":due"] = num(due.UnixMilli())
+		if f.Refund {
+			update = "SET #status = :status, last_error = :cause, updated_at = :now, due_ms = :due, attempts = attempts - :one REMOVE lease_owner, lease_until"
+			values[":one"] = num(1)
+		}
 	case inbox.StatusDead:
 		update = "SET #status = :status, last_error = :cause, updated_at = :now, dead_by = :by, expires_at = :expires REMOVE lease_owner, lease_until, sweep_shard, due_ms"
 		values[":by"] = str(f.MessageID)
@@ -535,7 +548,8 @@ func (s *Store) Fail(ctx context.Context, k inbox.Key, f inbox.Failure, now time
 
 // Revive makes a dead event retryable again, the operator's deliberate act
 // (replay): it becomes failed, due at once, back in the unfinished index
-// with no expiry; attempts and the last error are kept. An event that is
+// with no expiry; attempts and the last error are kept, and the attempts
+// budget starts again from here (RevivedAttempts). An event that is
 // not dead is left as it is and returned with inbox.ErrAlreadyProcessed
 // when processed, or with no error when it is unfinished already;
 // inbox.ErrNotFound when there is none.
@@ -543,7 +557,7 @@ func (s *Store) Revive(ctx context.Context, k inbox.Key, now time.Time) (inbox.E
 	out, err := s.api.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 		TableName:                &s.table,
 		Key:                      map[string]types.AttributeValue{"pk": str(pk(k))},
-		UpdateExpression:         aws.String("SET #status = :failed, updated_at = :now, sweep_shard = :shard, due_ms = :nowms REMOVE expires_at, dead_by"),
+		UpdateExpression:         aws.String("SET #status = :failed, updated_at = :now, sweep_shard = :shard, due_ms = :nowms, revived_attempts = if_not_exists(attempts, :zero) REMOVE expires_at, dead_by"),
 		ConditionExpression:      aws.String("attribute_exists(pk) AND #status = :dead"),
 		ExpressionAttributeNames: map[string]string{"#status": "status"},
 		ExpressionAttributeValues: map[string]types.AttributeValue{
@@ -552,6 +566,7 @@ func (s *Store) Revive(ctx context.Context, k inbox.Key, now time.Time) (inbox.E
 			":now":    str(ts(now)),
 			":nowms":  num(now.UnixMilli()),
 			":shard":  str(shard(k)),
+			":zero":   num(0),
 		},
 		ReturnValues:                        types.ReturnValueAllNew,
 		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
@@ -560,7 +575,7 @@ func (s *Store) Revive(ctx context.Context, k inbox.Key, now time.Time) (inbox.E
 	switch {
 	case errors.As(err, &ccf):
 		ev, rerr := refused("revive", k, ccf.Item, now)
-		if errors.Is(rerr, inbox.ErrClaimed) {
+		if errors.Is(rerr, inbox.ErrClaimed) || errors.Is(rerr, inbox.ErrNotDue) {
 			return ev, nil // unfinished already: nothing to revive
 		}
 		return ev, rerr

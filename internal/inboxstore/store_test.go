@@ -385,6 +385,31 @@ func TestClaim(t *testing.T) {
 		}
 	})
 
+	t.Run("a failed event waits for its backoff", func(t *testing.T) {
+		e := mustClaimed(t, s, "evt_not_due", "worker-a")
+		due := t0.Add(time.Minute)
+		if _, err := s.Fail(ctx, e.Key, inbox.Failure{Owner: "worker-a", Status: inbox.StatusFailed, Cause: "boom", RetryAt: due}, t0); err != nil {
+			t.Fatal(err)
+		}
+		got, err := s.Claim(ctx, e.Key, "worker-b", due.Add(-time.Second), due.Add(time.Minute))
+		if !errors.Is(err, inbox.ErrNotDue) || !got.DueAt.Equal(due.Truncate(time.Millisecond)) {
+			t.Fatalf("claim before due: got %+v, %v; want inbox.ErrNotDue with the due time", got, err)
+		}
+		if got := mustClaim(t, s, e.Key, "worker-b", due, due.Add(time.Minute)); got.Attempts != 2 {
+			t.Errorf("claim when due: attempts %d, want 2", got.Attempts)
+		}
+	})
+
+	t.Run("a refunded attempt is not counted", func(t *testing.T) {
+		e := mustClaimed(t, s, "evt_refund", "worker-a")
+		if _, err := s.Fail(ctx, e.Key, inbox.Failure{Owner: "worker-a", Status: inbox.StatusFailed, Cause: "cut off", Refund: true}, t0); err != nil {
+			t.Fatal(err)
+		}
+		if got := mustGet(t, s, e.Key, t0); got.Attempts != 0 || got.Status != inbox.StatusFailed {
+			t.Errorf("got attempts %d status %s, want 0 failed", got.Attempts, got.Status)
+		}
+	})
+
 	t.Run("dead is final", func(t *testing.T) {
 		e := mustClaimed(t, s, "evt_dead", "worker-a")
 		if _, err := s.Fail(ctx, e.Key, inbox.Failure{Owner: "worker-a", Status: inbox.StatusDead, Cause: "boom", MessageID: "m1"}, t0); err != nil {
@@ -722,8 +747,8 @@ func TestRevive(t *testing.T) {
 	if err != nil {
 		t.Fatalf("revive: %v", err)
 	}
-	if got.Status != inbox.StatusFailed || got.Attempts != 1 || got.LastError != "bug" || !got.ExpiresAt.IsZero() || got.DeadBy != "" || !got.DueAt.Equal(at.Truncate(time.Millisecond)) {
-		t.Errorf("revived: got %+v", got)
+	if got.Status != inbox.StatusFailed || got.Attempts != 1 || got.RevivedAttempts != 1 || got.LastError != "bug" || !got.ExpiresAt.IsZero() || got.DeadBy != "" || !got.DueAt.Equal(at.Truncate(time.Millisecond)) {
+		t.Errorf("revived: got %+v, want failed, due now, attempts kept and the budget counted from them", got)
 	}
 	if _, err := s.Claim(ctx, e.Key, "worker-b", at, at.Add(time.Minute)); err != nil {
 		t.Errorf("claim after revive: %v", err)

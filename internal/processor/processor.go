@@ -8,21 +8,25 @@
 //
 //   - At a message's last receive a record is reported failed only when its
 //     event is dead (SQS then moves the message to the DLQ). A live lease
-//     elsewhere, an event the read shows unfinished, a record the
-//     invocation had no time to start: acknowledged instead, and the event,
-//     still unfinished, is the sweep's, which re-enqueues it.
-//   - Where the store cannot say whether the event is dead (its answer to
-//     the dead write lost, a handler still running at the deadline), the
-//     record is reported: the DLQ copy is right if the write landed, and if
-//     it did not, the event is unfinished, so the sweep brings it back and
-//     it ends processed (drain-dlq then deletes the copy) or dead. A process
-//     that dies on a last receive is the same case.
+//     elsewhere, a failed event's copy whose backoff is not over, an event
+//     the read shows unfinished, a record the invocation had no time to
+//     start or finish: acknowledged instead, and the event, still
+//     unfinished, is the sweep's, which re-enqueues it.
+//   - Where the store cannot say whether the event is dead (the answer to
+//     the dead write lost and the read failing too, a record stuck in its
+//     dead write at the deadline), the record is reported: the DLQ copy is
+//     right if the write landed, and if it did not, the event is
+//     unfinished, so the sweep brings it back and it ends processed
+//     (drain-dlq then deletes the copy) or dead. A process that dies on a
+//     last receive is the same case.
 //   - Every copy of a message starts a fresh receive count (provider
-//     retries, the sweep), so the event's own claim count is bounded too
-//     (MaxAttempts): past it, the event is made dead without running its
-//     handler again. Every event's life is bounded.
+//     retries, the sweep), so the event's own claims are bounded too
+//     (MaxAttempts, counted since the event was stored or last revived):
+//     past it, the event is made dead without running its handler again.
+//     Copies do not cut a failed event's backoff short: a claim waits until
+//     the event is due. Every event's life is bounded.
 //   - Records cut off by the invocation's own deadline margin are never made
-//     dead for it.
+//     dead for it, and their attempt is refunded.
 package processor
 
 import (
@@ -34,6 +38,7 @@ import (
 	"log/slog"
 	mrand "math/rand/v2"
 	"strconv"
+	"sync/atomic"
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
@@ -177,6 +182,7 @@ const (
 	logAlreadyProcessed = "already_processed"
 	logAlreadyDead      = "already_dead"
 	logClaimed          = "claimed_elsewhere"
+	logNotDue           = "not_due"
 	logLeaseLost        = "lease_lost"
 	logRetry            = "retry"
 	logDead             = "dead"
@@ -239,6 +245,17 @@ type finished struct {
 	res recordResult
 }
 
+// job is one record of a batch as its goroutine works on it.
+type job struct {
+	rec events.SQSMessage
+	// owner is the lease token: unique per invocation and record, even
+	// when SQS delivers one message twice in a batch.
+	owner string
+	// deadTried is set before the record writes its event dead: a record
+	// still running at the deadline may then have made it dead.
+	deadTried atomic.Bool
+}
+
 // Handle processes an SQS batch, Concurrency records at a time, and reports
 // the records to retry. It never fails the whole batch for one record, and
 // it returns before the invocation's deadline: records it had no time to
@@ -265,13 +282,17 @@ func (p *Processor) Handle(ctx context.Context, e events.SQSEvent) (events.SQSEv
 	defer cancel()
 
 	n := len(e.Records)
+	jobs := make([]*job, n)
+	for i, rec := range e.Records {
+		jobs[i] = &job{rec: rec, owner: fmt.Sprintf("%s/%s/%d", inv.ownerPrefix, rec.MessageId, i)}
+	}
 	results := make([]*recordResult, n)
 	starts := make([]time.Time, n)
 	done := make(chan finished, n)
 	sem := make(chan struct{}, p.cfg.Concurrency)
 	started := 0
 launch:
-	for i, rec := range e.Records {
+	for i := range e.Records {
 		select {
 		case sem <- struct{}{}:
 		case <-work.Done():
@@ -284,7 +305,7 @@ launch:
 		starts[i] = p.cfg.Now()
 		go func() {
 			defer func() { <-sem }()
-			done <- finished{i, p.record(work, book, inv, rec)}
+			done <- finished{i, p.record(work, book, inv, jobs[i])}
 		}()
 	}
 collect:
@@ -301,7 +322,7 @@ collect:
 	for i, rec := range e.Records {
 		res := results[i]
 		if res == nil {
-			res = p.cutOff(rec, !starts[i].IsZero())
+			res = p.cutOff(rec, !starts[i].IsZero(), jobs[i].deadTried.Load())
 		}
 		attrs := []any{
 			"message_id", rec.MessageId,
@@ -333,13 +354,13 @@ collect:
 // cutOff is the result of a record the invocation's deadline stopped:
 // never started, or still running when the batch response was due (its
 // handler is cancelled and commits nothing; its lease ends shortly after
-// the deadline). It is retried. On its last receive, a record never
-// started is acknowledged instead, its event untouched and unfinished for
-// the sweep; one still running is reported, since it may have made its
-// event dead without copying the message: SQS's redrive makes the copy
-// (and if the event is not dead, it is unfinished, and the sweep brings it
-// back).
-func (p *Processor) cutOff(rec events.SQSMessage, started bool) *recordResult {
+// the deadline). It is retried. On its last receive it is acknowledged
+// instead, its event unfinished for the sweep (leased, at worst, until
+// shortly after the deadline) — unless the record had begun to write its
+// event dead: then it may be dead without its DLQ copy, so it is reported
+// and SQS's redrive makes the copy (if the write did not land, the event is
+// unfinished and the sweep brings it back).
+func (p *Processor) cutOff(rec events.SQSMessage, started, deadTried bool) *recordResult {
 	res := &recordResult{outcome: logUnstarted, retry: true, err: errors.New("not started before the invocation's deadline margin")}
 	if started {
 		res.outcome, res.err = logUnfinished, errors.New("still running at the invocation's deadline margin")
@@ -347,30 +368,35 @@ func (p *Processor) cutOff(rec events.SQSMessage, started bool) *recordResult {
 	if msg, err := inbox.DecodeMessage(rec.Body); err == nil {
 		res.key = msg.Key
 	}
-	if !started && p.last(rec) {
+	if p.last(rec) && !deadTried {
 		res.outcome, res.retry = logToSweep, false
 	}
 	return res
 }
 
-// receives is the record's ApproximateReceiveCount. Lambda always sends
-// it; a record without one is taken as on its last receive, the reading
-// that can never put a live event's message in the DLQ.
-func (p *Processor) receives(rec events.SQSMessage) int {
+// receives is the record's ApproximateReceiveCount, 0 when it has none.
+func receives(rec events.SQSMessage) int {
 	n, err := strconv.Atoi(rec.Attributes["ApproximateReceiveCount"])
 	if err != nil || n < 1 {
-		return p.cfg.MaxReceiveCount
+		return 0
 	}
 	return n
 }
 
+// last reports whether a failure reported for the record would move it to
+// the DLQ. Lambda always sends the receive count; a record without one
+// might be on its last receive, so it is treated as if it were (never
+// reported unless its event is dead), but its event is not made dead for
+// a transient error (see failed).
 func (p *Processor) last(rec events.SQSMessage) bool {
-	return p.receives(rec) >= p.cfg.MaxReceiveCount
+	n := receives(rec)
+	return n == 0 || n >= p.cfg.MaxReceiveCount
 }
 
 // record processes one record. work ends at the deadline margin; book
 // outlives it, for recording what happened before the response is due.
-func (p *Processor) record(work, book context.Context, inv invocation, rec events.SQSMessage) recordResult {
+func (p *Processor) record(work, book context.Context, inv invocation, j *job) recordResult {
+	rec := j.rec
 	msg, err := inbox.DecodeMessage(rec.Body)
 	if err != nil {
 		// Not a message of ours: straight to the DLQ for an operator,
@@ -382,7 +408,7 @@ func (p *Processor) record(work, book context.Context, inv invocation, rec event
 		return res
 	}
 	k := msg.Key
-	owner := inv.ownerPrefix + "/" + rec.MessageId
+	owner := j.owner
 	now := p.cfg.Now()
 	ev, err := p.cfg.Store.Claim(work, k, owner, now, inv.leaseUntil(now))
 	res := recordResult{key: k, eventType: ev.Type}
@@ -404,17 +430,21 @@ func (p *Processor) record(work, book context.Context, inv invocation, rec event
 		res.outcome, res.err = logOrphan, err
 		return res
 	case errors.Is(err, inbox.ErrClaimed):
-		return p.claimedElsewhere(book, rec, ev, res, err)
+		return p.claimedElsewhere(book, rec, ev.LeaseUntil, res, logClaimed, err)
+	case errors.Is(err, inbox.ErrNotDue):
+		// A copy of a failed event's message (a provider's retry) waits
+		// for the event's backoff, as the failed message does.
+		return p.claimedElsewhere(book, rec, ev.DueAt, res, logNotDue, err)
 	case err != nil:
-		return p.failed(work, book, rec, k, owner, res, err)
+		return p.failed(work, book, j, k, res, err)
 	}
-	if ev.Attempts > p.cfg.MaxAttempts {
-		return p.dead(book, rec, k, owner, res, fmt.Errorf("%d attempts, over the budget of %d: not tried again", ev.Attempts, p.cfg.MaxAttempts))
+	if tries := ev.Attempts - ev.RevivedAttempts; tries > p.cfg.MaxAttempts {
+		return p.dead(book, j, k, res, fmt.Errorf("%d attempts, over the budget of %d: not tried again", tries, p.cfg.MaxAttempts))
 	}
 
 	plan, outcome, err := p.plan(work, ev)
 	if err != nil {
-		return p.failed(work, book, rec, k, owner, res, err)
+		return p.failed(work, book, j, k, res, err)
 	}
 	outcome, err = p.commit(work, ev, owner, plan, outcome)
 	switch {
@@ -430,7 +460,7 @@ func (p *Processor) record(work, book context.Context, inv invocation, rec event
 			p.delay(book, rec, p.backoff(rec), &res)
 		}
 	default:
-		return p.failed(work, book, rec, k, owner, res, err)
+		return p.failed(work, book, j, k, res, err)
 	}
 	return res
 }
@@ -479,17 +509,18 @@ func (p *Processor) commit(ctx context.Context, ev inbox.Event, owner string, pl
 	return outcome, errors.New("commit: effect conflicts did not settle")
 }
 
-// claimedElsewhere handles a live lease of another worker: that worker
-// answers for the event. The record comes back once the lease has ended;
-// on its last receive it is acknowledged (the holder's own message, or the
-// sweep, covers the event if the holder crashes).
-func (p *Processor) claimedElsewhere(book context.Context, rec events.SQSMessage, ev inbox.Event, res recordResult, err error) recordResult {
-	res.outcome, res.err = logClaimed, err
+// claimedElsewhere handles an event that is not this record's to try now:
+// another worker's live lease (that worker answers for it), or a failed
+// event's backoff (its own message comes back then). The record comes back
+// at until; on its last receive it is acknowledged (the holder's or the
+// failed message, or the sweep, covers the event).
+func (p *Processor) claimedElsewhere(book context.Context, rec events.SQSMessage, until time.Time, res recordResult, outcome string, err error) recordResult {
+	res.outcome, res.err = outcome, err
 	if p.last(rec) {
 		return res
 	}
 	res.retry = true
-	wait := ev.LeaseUntil.Sub(p.cfg.Now()) + time.Second
+	wait := until.Sub(p.cfg.Now()) + time.Second
 	p.delay(book, rec, min(max(wait, time.Second), p.cfg.RetryCap), &res)
 	return res
 }
@@ -500,23 +531,27 @@ func (p *Processor) claimedElsewhere(book context.Context, rec events.SQSMessage
 // invocation's own deadline margin has done nothing wrong: it is never made
 // dead for it, only released (due at once) and, on its last receive, left to
 // the sweep.
-func (p *Processor) failed(work, book context.Context, rec events.SQSMessage, k inbox.Key, owner string, res recordResult, cause error) recordResult {
+func (p *Processor) failed(work, book context.Context, j *job, k inbox.Key, res recordResult, cause error) recordResult {
+	rec := j.rec
 	cut := work.Err() != nil && errors.Is(cause, work.Err())
 	if cut {
 		cause = fmt.Errorf("abandoned at the invocation's deadline margin: %w", cause)
 	}
 	permanent := !cut && (effects.IsPermanent(cause) || errors.Is(cause, inbox.ErrInvalid))
-	last := p.last(rec)
+	last, counted := p.last(rec), receives(rec) > 0
 	res.err = cause
-	if permanent || (last && !cut) {
-		return p.dead(book, rec, k, owner, res, cause)
+	if permanent || (last && counted && !cut) {
+		return p.dead(book, j, k, res, cause)
 	}
+	// Released for another try. On the last receive (or without a receive
+	// count) the record is acknowledged below and the event left to the
+	// sweep: due at once after a cut-off, after the backoff otherwise.
 	wait := p.backoff(rec)
 	if cut && last {
 		wait = 0
 	}
 	now := p.cfg.Now()
-	ev, err := p.cfg.Store.Fail(book, k, inbox.Failure{Owner: owner, Status: inbox.StatusFailed, Cause: cause.Error(), RetryAt: now.Add(wait)}, now)
+	ev, err := p.cfg.Store.Fail(book, k, inbox.Failure{Owner: j.owner, Status: inbox.StatusFailed, Cause: cause.Error(), RetryAt: now.Add(wait), Refund: cut}, now)
 	switch {
 	case errors.Is(err, inbox.ErrAlreadyProcessed):
 		res.outcome = logAlreadyProcessed
@@ -528,11 +563,11 @@ func (p *Processor) failed(work, book context.Context, rec events.SQSMessage, k 
 		res.outcome = logOrphan
 		return res
 	case errors.Is(err, inbox.ErrClaimed):
-		return p.claimedElsewhere(book, rec, ev, res, cause)
+		return p.claimedElsewhere(book, rec, ev.LeaseUntil, res, logClaimed, cause)
 	case err != nil:
 		res.err = fmt.Errorf("%w; recording failure: %w", cause, err)
 	}
-	if cut && last {
+	if last {
 		// Unfinished and due: the sweep sends it again with a fresh
 		// budget, while its attempts count toward the event's own.
 		res.outcome = logToSweep
@@ -549,13 +584,19 @@ func (p *Processor) failed(work, book context.Context, rec events.SQSMessage, k 
 // last receive (SQS moves it to the DLQ: consistent if the write landed, and
 // otherwise the event is still unfinished, so the sweep brings it back and
 // it ends processed or dead) and retried after a backoff before it.
-func (p *Processor) dead(book context.Context, rec events.SQSMessage, k inbox.Key, owner string, res recordResult, cause error) recordResult {
+func (p *Processor) dead(book context.Context, j *job, k inbox.Key, res recordResult, cause error) recordResult {
+	rec := j.rec
 	last := p.last(rec)
 	now := p.cfg.Now()
-	ev, err := p.cfg.Store.Fail(book, k, inbox.Failure{Owner: owner, Status: inbox.StatusDead, Cause: cause.Error(), MessageID: rec.MessageId}, now)
+	j.deadTried.Store(true)
+	ev, err := p.cfg.Store.Fail(book, k, inbox.Failure{Owner: j.owner, Status: inbox.StatusDead, Cause: cause.Error(), MessageID: rec.MessageId}, now)
 	if err != nil && !errors.Is(err, inbox.ErrAlreadyProcessed) && !errors.Is(err, inbox.ErrDead) &&
 		!errors.Is(err, inbox.ErrNotFound) && !errors.Is(err, inbox.ErrClaimed) {
 		res.err = fmt.Errorf("%w; marking dead: %w", cause, err)
+		if errors.Is(err, inbox.ErrInvalid) {
+			// Refused, so not written: the event is as it was, unfinished.
+			return p.notDead(book, rec, res)
+		}
 		stored, gerr := p.cfg.Store.Get(book, k, now)
 		switch {
 		case gerr == nil && stored.Status == inbox.StatusDead:
@@ -564,17 +605,13 @@ func (p *Processor) dead(book context.Context, rec events.SQSMessage, k inbox.Ke
 			err = inbox.ErrAlreadyProcessed
 		case errors.Is(gerr, inbox.ErrNotFound):
 			err = gerr
-		case gerr == nil && last:
-			// Unfinished, and not ours to end now: the sweep's.
-			res.outcome = logToSweep
-			return res
+		case gerr == nil:
+			return p.notDead(book, rec, res)
 		case last:
 			res.outcome, res.retry = logRedrive, true
 			return res
 		default:
-			res.outcome, res.retry = logRetry, true
-			p.delay(book, rec, p.backoff(rec), &res)
-			return res
+			return p.notDead(book, rec, res)
 		}
 	}
 	switch {
@@ -591,8 +628,21 @@ func (p *Processor) dead(book context.Context, rec events.SQSMessage, k inbox.Ke
 	case errors.Is(err, inbox.ErrNotFound):
 		res.outcome = logOrphan
 	case errors.Is(err, inbox.ErrClaimed):
-		return p.claimedElsewhere(book, rec, ev, res, fmt.Errorf("%w; marking dead: %w", cause, err))
+		return p.claimedElsewhere(book, rec, ev.LeaseUntil, res, logClaimed, fmt.Errorf("%w; marking dead: %w", cause, err))
 	}
+	return res
+}
+
+// notDead ends a record whose event could not be made dead and is still
+// unfinished: retried after a backoff, or, on its last receive, left to the
+// sweep.
+func (p *Processor) notDead(book context.Context, rec events.SQSMessage, res recordResult) recordResult {
+	if p.last(rec) {
+		res.outcome = logToSweep
+		return res
+	}
+	res.outcome, res.retry = logRetry, true
+	p.delay(book, rec, p.backoff(rec), &res)
 	return res
 }
 
@@ -616,7 +666,7 @@ func (p *Processor) toDLQ(book context.Context, rec events.SQSMessage, res recor
 // guarantees the budget spans at least half its nominal window.
 func (p *Processor) backoff(rec events.SQSMessage) time.Duration {
 	d := p.cfg.RetryCap
-	if shift := p.receives(rec) - 1; shift < 32 {
+	if shift := max(receives(rec), 1) - 1; shift < 32 {
 		d = min(d, p.cfg.RetryBase<<shift)
 	}
 	return d/2 + time.Duration(p.cfg.Rand()*float64(d/2))

@@ -288,13 +288,32 @@ func TestRecordOutcomes(t *testing.T) {
 			claim: claimed, handler: handlerOf(effects.Plan{}, effects.Permanent(errBoom)),
 			fail:      func(inbox.Failure) (inbox.Event, error) { return inbox.Event{}, inbox.ErrUnavailable },
 			wantRetry: true, wantFails: []inbox.Status{inbox.StatusDead}, wantDelay: backoff1, wantOutcome: "retry"},
-		{name: "over the attempts budget: dead without running the handler", receives: 1,
-			claim:     claimErr(inbox.Event{Key: key, Kind: "stripe", Type: "invoice.paid", Status: inbox.StatusProcessing, Attempts: 10}, nil),
-			handler:   func(context.Context, inbox.Event) (effects.Plan, error) { panic("the handler ran") },
-			wantFails: []inbox.Status{inbox.StatusDead}, wantDLQ: 1, wantDelay: -1, wantOutcome: "dead"},
-		{name: "no receive count is taken as the last receive", noCount: true, claim: claimed,
+		{name: "no receive count: never reported, not made dead for a transient error, left to the sweep", noCount: true, claim: claimed,
 			handler:   handlerOf(effects.Plan{}, errBoom),
+			wantFails: []inbox.Status{inbox.StatusFailed}, wantDelay: -1, wantOutcome: "left_to_sweep"},
+		{name: "no receive count, permanent error: dead", noCount: true, claim: claimed,
+			handler:   handlerOf(effects.Plan{}, effects.Permanent(errBoom)),
 			wantFails: []inbox.Status{inbox.StatusDead}, wantDLQ: 1, wantDelay: -1, wantOutcome: "dead"},
+		{name: "a failed event not due yet: this copy waits for its backoff", receives: 1,
+			claim:     claimErr(inbox.Event{Key: key, Status: inbox.StatusFailed, DueAt: testNow.Add(100 * time.Second)}, inbox.ErrNotDue),
+			wantRetry: true, wantDelay: 101 * time.Second, wantOutcome: "not_due"},
+		{name: "a failed event not due, on this copy's last receive: acknowledged", receives: 3,
+			claim:     claimErr(inbox.Event{Key: key, Status: inbox.StatusFailed, DueAt: testNow.Add(100 * time.Second)}, inbox.ErrNotDue),
+			wantDelay: -1, wantOutcome: "not_due"},
+		{name: "dead write's answer lost, the read finds it processed: acknowledged", receives: 3,
+			claim: claimed, handler: handlerOf(effects.Plan{}, errBoom),
+			fail:      func(inbox.Failure) (inbox.Event, error) { return inbox.Event{}, inbox.ErrUnavailable },
+			get:       func() (inbox.Event, error) { return inbox.Event{Key: key, Status: inbox.StatusProcessed}, nil },
+			wantFails: []inbox.Status{inbox.StatusDead}, wantDelay: -1, wantOutcome: "already_processed"},
+		{name: "dead write's answer lost, the read finds no event: acknowledged", receives: 3,
+			claim: claimed, handler: handlerOf(effects.Plan{}, errBoom),
+			fail:      func(inbox.Failure) (inbox.Event, error) { return inbox.Event{}, inbox.ErrUnavailable },
+			get:       func() (inbox.Event, error) { return inbox.Event{}, inbox.ErrNotFound },
+			wantFails: []inbox.Status{inbox.StatusDead}, wantDelay: -1, wantOutcome: "orphan"},
+		{name: "dead write refused as invalid: not written, left to the sweep on the last receive", receives: 3,
+			claim: claimed, handler: handlerOf(effects.Plan{}, errBoom),
+			fail:      func(inbox.Failure) (inbox.Event, error) { return inbox.Event{}, inbox.ErrInvalid },
+			wantFails: []inbox.Status{inbox.StatusDead}, wantDelay: -1, wantOutcome: "left_to_sweep"},
 		{name: "transient handler error is backed off", receives: 1, claim: claimed, handler: handlerOf(effects.Plan{}, errBoom),
 			wantRetry: true, wantFails: []inbox.Status{inbox.StatusFailed}, wantDelay: backoff1, wantOutcome: "retry"},
 		{name: "backoff grows with the receive count", receives: 2, claim: claimed, handler: handlerOf(effects.Plan{}, errBoom),
@@ -510,7 +529,9 @@ func TestDeadlineCutsOff(t *testing.T) {
 				select {
 				case <-ctx.Done():
 					cancelled.Add(1)
-					return effects.Plan{}, ctx.Err()
+					// Even marked permanent: a cut-off is no fault of the
+					// event's.
+					return effects.Plan{}, effects.Permanent(ctx.Err())
 				case <-time.After(time.Minute):
 					return planOf("late"), nil
 				}
@@ -555,8 +576,8 @@ func TestDeadlineCutsOff(t *testing.T) {
 				if f.Status != inbox.StatusFailed {
 					t.Errorf("recorded %s", f.Status)
 				}
-				if !strings.Contains(f.Cause, "deadline margin") {
-					t.Errorf("cause: got %q", f.Cause)
+				if !strings.Contains(f.Cause, "deadline margin") || !f.Refund {
+					t.Errorf("cause %q, refund %v: want the deadline margin named and the attempt refunded", f.Cause, f.Refund)
 				}
 				if receives == 3 && f.RetryAt.After(time.Now()) {
 					t.Errorf("last receive: due at %v, want at once for the sweep", f.RetryAt)
@@ -570,31 +591,93 @@ func TestDeadlineCutsOff(t *testing.T) {
 }
 
 // TestStuckHandlerIsReported: a handler that ignores its context does not
-// hold the batch response past the deadline. It is reported on every
-// receive, the last included: it may have made its event dead without
-// copying the message, which SQS's redrive then does.
+// hold the batch response past the deadline. It is reported for retry; on
+// its last receive it is acknowledged, its event unfinished for the sweep,
+// unless the record had begun writing its event dead: then the event may be
+// dead without its DLQ copy, and the record is reported for SQS's redrive.
 func TestStuckHandlerIsReported(t *testing.T) {
-	for _, receives := range []int{1, 3} {
-		stuck := make(chan struct{})
-		handler := func(context.Context, inbox.Event) (effects.Plan, error) {
-			<-stuck
-			return effects.Plan{}, nil
-		}
-		h := newHarness(t, &fakeStore{claim: claimed}, handler, func(c *Config) { c.Now = time.Now })
-		deadline := time.Now().Add(time.Second)
-		ctx, cancel := context.WithDeadline(context.Background(), deadline)
-		resp, _ := h.p.Handle(ctx, events.SQSEvent{Records: []events.SQSMessage{message(t, "m1", receives)}})
-		if !time.Now().Before(deadline) {
-			t.Errorf("receive %d: Handle returned after the deadline", receives)
-		}
-		if got := fmt.Sprint(failures(resp)); got != "[m1]" {
-			t.Errorf("receive %d: failures: got %s, want [m1]", receives, got)
-		}
-		if !strings.Contains(h.logs.String(), `"outcome":"unfinished"`) {
-			t.Errorf("receive %d: logs: %s", receives, h.logs)
-		}
-		cancel()
-		close(stuck)
+	tests := []struct {
+		name         string
+		receives     int
+		inDeadWrite  bool // stuck in the dead write, not in the handler
+		wantFailures string
+		wantOutcome  string
+	}{
+		{"first receive", 1, false, "[m1]", "unfinished"},
+		{"last receive", 3, false, "[]", "left_to_sweep"},
+		{"last receive, in the dead write", 3, true, "[m1]", "unfinished"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			stuck := make(chan struct{})
+			defer close(stuck)
+			store := &fakeStore{claim: claimed}
+			handler := func(context.Context, inbox.Event) (effects.Plan, error) {
+				<-stuck
+				return effects.Plan{}, nil
+			}
+			if tt.inDeadWrite {
+				handler = handlerOf(effects.Plan{}, errors.New("boom"))
+				store.fail = func(inbox.Failure) (inbox.Event, error) {
+					<-stuck
+					return inbox.Event{}, nil
+				}
+			}
+			h := newHarness(t, store, handler, func(c *Config) { c.Now = time.Now })
+			deadline := time.Now().Add(time.Second)
+			ctx, cancel := context.WithDeadline(context.Background(), deadline)
+			defer cancel()
+			resp, _ := h.p.Handle(ctx, events.SQSEvent{Records: []events.SQSMessage{message(t, "m1", tt.receives)}})
+			if !time.Now().Before(deadline) {
+				t.Errorf("Handle returned after the deadline")
+			}
+			if got := fmt.Sprint(failures(resp)); got != tt.wantFailures {
+				t.Errorf("failures: got %s, want %s", got, tt.wantFailures)
+			}
+			if !strings.Contains(h.logs.String(), `"outcome":"`+tt.wantOutcome+`"`) {
+				t.Errorf("logs: %s", h.logs)
+			}
+		})
+	}
+}
+
+// TestAttemptsBudget: an event claimed more often than MaxAttempts (over
+// all its messages) since it was stored or last revived is made dead
+// without running its handler again.
+func TestAttemptsBudget(t *testing.T) {
+	tests := []struct {
+		name              string
+		attempts, revived int
+		wantRun           bool
+	}{
+		{"at the budget", 9, 0, true},
+		{"over the budget", 10, 0, false},
+		{"over it in all, within it since a revive", 15, 10, true},
+		{"over it since a revive", 20, 10, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ran := 0
+			handler := func(context.Context, inbox.Event) (effects.Plan, error) { ran++; return planOf("a"), nil }
+			store := &fakeStore{
+				claim:    claimErr(inbox.Event{Key: key, Kind: "stripe", Type: "invoice.paid", Status: inbox.StatusProcessing, Attempts: tt.attempts, RevivedAttempts: tt.revived}, nil),
+				complete: func(effects.Plan, inbox.Outcome) error { return nil },
+			}
+			h := newHarness(t, store, handler) // MaxReceiveCount 3: a budget of 9
+			resp, _ := h.p.Handle(context.Background(), events.SQSEvent{Records: []events.SQSMessage{message(t, "m1", 1)}})
+			if len(resp.BatchItemFailures) != 0 {
+				t.Errorf("failures: %v", resp.BatchItemFailures)
+			}
+			if got := ran == 1; got != tt.wantRun {
+				t.Fatalf("handler ran %d times, want run %v", ran, tt.wantRun)
+			}
+			if tt.wantRun {
+				return
+			}
+			if len(store.fails) != 1 || store.fails[0].Status != inbox.StatusDead || !strings.Contains(store.fails[0].Cause, "over the budget of 9") || len(h.dlq.sent) != 1 {
+				t.Errorf("got failures %+v and %d DLQ copies, want dead by the budget and copied", store.fails, len(h.dlq.sent))
+			}
+		})
 	}
 }
 
@@ -677,8 +760,14 @@ func TestOwnersAreUnique(t *testing.T) {
 	_, _ = h.p.Handle(context.Background(), batch)
 	_, _ = h.p.Handle(context.Background(), batch)
 	_, _ = h.p.Handle(lambdacontext.NewContext(context.Background(), &lambdacontext.LambdaContext{AwsRequestID: "req-1"}), batch)
-	if len(owners) != 3 || owners[0] == owners[1] || owners[2] != "req-1/m1" {
+	if len(owners) != 3 || owners[0] == owners[1] || owners[2] != "req-1/m1/0" {
 		t.Errorf("owners: got %q", owners)
+	}
+	// SQS may deliver one message twice in a batch: two records, two owners.
+	owners = nil
+	_, _ = h.p.Handle(context.Background(), events.SQSEvent{Records: []events.SQSMessage{message(t, "m1", 1), message(t, "m1", 1)}})
+	if len(owners) != 2 || owners[0] == owners[1] {
+		t.Errorf("one message twice in a batch: owners %q", owners)
 	}
 }
 

@@ -24,6 +24,7 @@ import (
 
 	"github.com/webhook-inbox/webhook-inbox/internal/inbox"
 	"github.com/webhook-inbox/webhook-inbox/internal/inboxstore"
+	"github.com/webhook-inbox/webhook-inbox/internal/obs"
 	"github.com/webhook-inbox/webhook-inbox/internal/queue"
 )
 
@@ -339,11 +340,19 @@ func (r *Replayer) sweep(ctx context.Context, req Request, s *Summary) error {
 			// it, so it can never be processed. It ends dead, with the
 			// reason, rather than unfinished forever.
 			cause := fmt.Sprintf("sweep: its key cannot be queued: %v", err)
-			if _, ferr := r.Store.Fail(ctx, p.Key, inbox.Failure{Status: inbox.StatusDead, Cause: cause}, now); ferr != nil && !errors.Is(ferr, inbox.ErrClaimed) &&
-				!errors.Is(ferr, inbox.ErrAlreadyProcessed) && !errors.Is(ferr, inbox.ErrDead) && !errors.Is(ferr, inbox.ErrNotFound) {
+			_, ferr := r.Store.Fail(ctx, p.Key, inbox.Failure{Status: inbox.StatusDead, Cause: cause}, now)
+			switch {
+			case ferr == nil:
+				s.Dead++
+				// No message can carry this key, so none goes to the DLQ:
+				// the log line is the operator's record.
+				r.Logger.Error("sweep made an event dead", "event_key", obs.Clip(p.Key.String(), obs.ClipBytes), "error", cause)
+			case errors.Is(ferr, inbox.ErrClaimed), errors.Is(ferr, inbox.ErrAlreadyProcessed),
+				errors.Is(ferr, inbox.ErrDead), errors.Is(ferr, inbox.ErrNotFound):
+				s.Skipped++
+			default:
 				return fmt.Errorf("mark %s dead: %w", p.Key, ferr)
 			}
-			s.Dead++
 			continue
 		}
 		if err := r.Main.Send(ctx, body); err != nil {
