@@ -62,6 +62,11 @@ const (
 	DeadRetention       = MaxMessageRetention + 24*time.Hour
 )
 
+// DueSlack is how early a failed event may be claimed before it is due:
+// the workers' clocks differ a little, and a message that comes back on
+// time must not be turned away for it (the shortest backoff is 15 s).
+const DueSlack = 5 * time.Second
+
 // DefaultRetention is the retention of New when it is given none.
 const DefaultRetention = 30 * 24 * time.Hour
 
@@ -287,7 +292,7 @@ func refused(op string, k inbox.Key, old map[string]types.AttributeValue, now ti
 		return ev, fmt.Errorf("%s %s: %w", op, k, inbox.ErrAlreadyProcessed)
 	case ev.Status == inbox.StatusDead:
 		return ev, fmt.Errorf("%s %s: %w", op, k, inbox.ErrDead)
-	case ev.Status == inbox.StatusFailed && ev.DueAt.After(now):
+	case ev.Status == inbox.StatusFailed && ev.DueAt.After(now.Add(DueSlack)):
 		return ev, fmt.Errorf("%s %s: due at %s: %w", op, k, ts(ev.DueAt), inbox.ErrNotDue)
 	}
 	return ev, fmt.Errorf("%s %s: held by %s until %s: %w", op, k, ev.LeaseOwner, ts(ev.LeaseUntil), inbox.ErrClaimed)
@@ -311,7 +316,7 @@ func (s *Store) Claim(ctx context.Context, k inbox.Key, owner string, now, lease
 		ConditionExpression: aws.String("attribute_exists(pk) AND " +
 			"(attribute_not_exists(expires_at) OR expires_at >= :nows) AND " +
 			"(#status = :received OR " +
-			"(#status = :failed AND (attribute_not_exists(due_ms) OR due_ms <= :nowms)) OR " +
+			"(#status = :failed AND (attribute_not_exists(due_ms) OR due_ms <= :duems)) OR " +
 			"(#status = :processing AND lease_until < :nowms))"),
 		ExpressionAttributeNames: map[string]string{"#status": "status"},
 		ExpressionAttributeValues: map[string]types.AttributeValue{
@@ -321,6 +326,7 @@ func (s *Store) Claim(ctx context.Context, k inbox.Key, owner string, now, lease
 			":owner":      str(owner),
 			":until":      num(leaseUntil.UnixMilli()),
 			":nowms":      num(now.UnixMilli()),
+			":duems":      num(now.Add(DueSlack).UnixMilli()),
 			":nows":       num(now.Unix()),
 			":now":        str(ts(now)),
 			":zero":       num(0),
