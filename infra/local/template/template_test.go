@@ -309,6 +309,46 @@ func TestTemplateLeastPrivilege(t *testing.T) {
 	}
 }
 
+// TestTemplateRoleActions: each role grants exactly the calls its function's
+// adapters make, so a new call (the processor's consistent read after a lost
+// answer, the sweep's index query) cannot ship without its permission, nor a
+// permission outlive its call.
+func TestTemplateRoleActions(t *testing.T) {
+	logs := []string{"logs:CreateLogStream", "logs:PutLogEvents"}
+	want := map[string][]string{
+		"IngestFunction": append([]string{"dynamodb:PutItem", "sqs:SendMessage", "secretsmanager:GetSecretValue"}, logs...),
+		"ProcessorFunction": append([]string{
+			"dynamodb:GetItem", "dynamodb:UpdateItem", "dynamodb:PutItem", "dynamodb:TransactWriteItems",
+			"sqs:ReceiveMessage", "sqs:DeleteMessage", "sqs:GetQueueAttributes", "sqs:ChangeMessageVisibility", "sqs:SendMessage",
+		}, logs...),
+		"ReplayFunction": append([]string{
+			"dynamodb:GetItem", "dynamodb:UpdateItem", "dynamodb:Query",
+			"sqs:ReceiveMessage", "sqs:DeleteMessage", "sqs:ChangeMessageVisibility", "sqs:GetQueueAttributes", "sqs:SendMessage",
+		}, logs...),
+	}
+	tpl := mustLoad(t)
+	for _, id := range functionIDs {
+		fn, err := tpl.Resource(id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		role := mustRef(t, tpl, fn.Properties["Role"], "Arn", "AWS::IAM::Role")
+		var got []string
+		for _, st := range policyStatements(t, role) {
+			for _, a := range asSlice(st["Action"]) {
+				if s, _ := a.(string); !slices.Contains(got, s) {
+					got = append(got, s)
+				}
+			}
+		}
+		slices.Sort(got)
+		w := slices.Sorted(slices.Values(want[id]))
+		if !slices.Equal(got, w) {
+			t.Errorf("%s: actions %v, want %v", id, got, w)
+		}
+	}
+}
+
 // mustRef resolves v to a Reference with the given attribute and returns the
 // resource it names, which must be of type typ.
 func mustRef(tb testing.TB, tpl *Template, v any, attr, typ string) Resource {
