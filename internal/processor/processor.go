@@ -225,7 +225,7 @@ func (p *Processor) invocation(ctx context.Context) invocation {
 	margin := min(p.cfg.Margin, time.Until(deadline)/4)
 	inv.hasDeadline = true
 	inv.stop = deadline.Add(-margin)
-	inv.report = deadline.Add(-margin / 5)
+	inv.report = deadline.Add(-margin / 2)
 	return inv
 }
 
