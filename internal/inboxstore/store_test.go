@@ -505,6 +505,13 @@ func TestComplete(t *testing.T) {
 		if got, ok := eff["livemode"].(bool); !ok || !got {
 			t.Errorf("effect livemode: got %v (%T), want true (bool)", eff["livemode"], eff["livemode"])
 		}
+		// What the store adds to a record is what effects.Validate keeps
+		// handlers from setting.
+		for name := range eff {
+			if _, fromPlan := plan.Records[0].Attributes[name]; !fromPlan && !effects.Reserved[name] {
+				t.Errorf("the store writes %q on a record, which effects.Reserved does not name", name)
+			}
+		}
 		if _, err := s.Effect(ctx, "customer_seen", "cus_1"); err != nil {
 			t.Errorf("second effect: %v", err)
 		}
