@@ -472,16 +472,22 @@ func TestPollerAgainstMoto(t *testing.T) {
 		case <-time.After(waitBound):
 			t.Fatal("Run handled nothing")
 		}
-		cancel()
-		select {
-		case err := <-done:
-			if err != nil {
-				t.Errorf("Run = %v, want nil after cancel", err)
-			}
-		case <-time.After(waitBound):
-			t.Fatal("Run did not return after cancel")
-		}
+		stopRun(t, cancel, done)
 	})
+}
+
+// stopRun cancels a running Poller.Run and checks it returns nil in time.
+func stopRun(tb testing.TB, cancel context.CancelFunc, done <-chan error) {
+	tb.Helper()
+	cancel()
+	select {
+	case err := <-done:
+		if err != nil {
+			tb.Errorf("Run = %v, want nil after cancel", err)
+		}
+	case <-time.After(waitBound):
+		tb.Fatal("Run did not return after cancel")
+	}
 }
 
 // Unit tests with a fake SQS client: nothing running.
@@ -903,15 +909,7 @@ func TestRunMaxConcurrency(t *testing.T) {
 			case <-time.After(waitBound):
 				t.Fatalf("handled %d batches, want %d", handled.Load(), total)
 			}
-			cancel()
-			select {
-			case err := <-done:
-				if err != nil {
-					t.Errorf("Run = %v, want nil after cancel", err)
-				}
-			case <-time.After(waitBound):
-				t.Fatal("Run did not return after cancel")
-			}
+			stopRun(t, cancel, done)
 			if got := peak.Load(); got != int32(tt.want) {
 				t.Errorf("most handlers at once = %d, want %d", got, tt.want)
 			}

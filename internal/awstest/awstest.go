@@ -242,19 +242,26 @@ func newRetryer() aws.Retryer {
 // use it for long polls: they would hold up every other request.
 func (s *Server) SerialConfig() aws.Config {
 	cfg := s.Config()
-	cfg.HTTPClient = &serialClient{}
+	cfg.HTTPClient = Serial(&http.Client{})
 	return cfg
 }
 
+// Serial returns an HTTP client that sends one request through next at a
+// time. The lock is held until the response headers arrive, by which time
+// moto has done the request's work.
+func Serial(next aws.HTTPClient) aws.HTTPClient {
+	return &serialClient{next: next}
+}
+
 type serialClient struct {
-	mu sync.Mutex
-	c  http.Client
+	mu   sync.Mutex
+	next aws.HTTPClient
 }
 
 func (s *serialClient) Do(r *http.Request) (*http.Response, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.c.Do(r)
+	return s.next.Do(r)
 }
 
 // FreePort asks the kernel for a free TCP port on 127.0.0.1.

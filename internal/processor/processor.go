@@ -204,8 +204,8 @@ type invocation struct {
 	ownerPrefix string
 	leaseUntil  func(now time.Time) time.Time
 	// stop is when claiming stops and handlers are cancelled; report is
-	// when the batch response is returned, whatever is still running.
-	hasDeadline  bool
+	// when the batch response is returned, whatever is still running. Both
+	// are zero when the context has no deadline.
 	stop, report time.Time
 }
 
@@ -223,7 +223,6 @@ func (p *Processor) invocation(ctx context.Context) invocation {
 	}
 	inv.leaseUntil = func(time.Time) time.Time { return deadline.Add(leaseMargin) }
 	margin := min(p.cfg.Margin, time.Until(deadline)/4)
-	inv.hasDeadline = true
 	inv.stop = deadline.Add(-margin)
 	inv.report = deadline.Add(-margin / 2)
 	return inv
@@ -268,7 +267,7 @@ func (p *Processor) Handle(ctx context.Context, e events.SQSEvent) (events.SQSEv
 	var cancel context.CancelFunc
 	book := context.WithoutCancel(ctx)
 	var report <-chan time.Time
-	if !inv.hasDeadline {
+	if inv.stop.IsZero() {
 		work, cancel = context.WithCancel(ctx)
 	} else {
 		var cancelBook context.CancelFunc
@@ -412,29 +411,14 @@ func (p *Processor) record(work, book context.Context, inv invocation, j *job) r
 	now := p.cfg.Now()
 	ev, err := p.cfg.Store.Claim(work, k, owner, now, inv.leaseUntil(now))
 	res := recordResult{key: k, eventType: ev.Type}
+	if r, ok := p.notOurs(book, rec, ev, err, res, err); ok {
+		return r
+	}
 	switch {
-	case errors.Is(err, inbox.ErrAlreadyProcessed):
-		res.outcome = logAlreadyProcessed
-		return res
-	case errors.Is(err, inbox.ErrDead):
-		res.outcome = logAlreadyDead
-		if ev.DeadBy == rec.MessageId {
-			// This message made the event dead and its copy to the DLQ
-			// did not go through: send it now.
-			return p.toDLQ(book, rec, res, nil)
-		}
-		return res
-	case errors.Is(err, inbox.ErrNotFound):
-		// Nothing is stored under the key (never was, or expired long
-		// after it finished): no event to finish, nothing to retry.
-		res.outcome, res.err = logOrphan, err
-		return res
-	case errors.Is(err, inbox.ErrClaimed):
-		return p.claimedElsewhere(book, rec, ev.LeaseUntil, res, logClaimed, err)
 	case errors.Is(err, inbox.ErrNotDue):
 		// A copy of a failed event's message (a provider's retry) waits
 		// for the event's backoff, as the failed message does.
-		return p.claimedElsewhere(book, rec, ev.DueAt, res, logNotDue, err)
+		return p.notNow(book, rec, ev.DueAt, res, logNotDue, err)
 	case err != nil:
 		return p.failed(work, book, j, k, res, err)
 	}
@@ -509,12 +493,12 @@ func (p *Processor) commit(ctx context.Context, ev inbox.Event, owner string, pl
 	return outcome, errors.New("commit: effect conflicts did not settle")
 }
 
-// claimedElsewhere handles an event that is not this record's to try now:
+// notNow handles an event that is not this record's to try now:
 // another worker's live lease (that worker answers for it), or a failed
 // event's backoff (its own message comes back then). The record comes back
 // at until; on its last receive it is acknowledged (the holder's or the
 // failed message, or the sweep, covers the event).
-func (p *Processor) claimedElsewhere(book context.Context, rec events.SQSMessage, until time.Time, res recordResult, outcome string, err error) recordResult {
+func (p *Processor) notNow(book context.Context, rec events.SQSMessage, until time.Time, res recordResult, outcome string, err error) recordResult {
 	res.outcome, res.err = outcome, err
 	if p.last(rec) {
 		return res
@@ -552,19 +536,10 @@ func (p *Processor) failed(work, book context.Context, j *job, k inbox.Key, res 
 	}
 	now := p.cfg.Now()
 	ev, err := p.cfg.Store.Fail(book, k, inbox.Failure{Owner: j.owner, Status: inbox.StatusFailed, Cause: cause.Error(), RetryAt: now.Add(wait), Refund: cut}, now)
-	switch {
-	case errors.Is(err, inbox.ErrAlreadyProcessed):
-		res.outcome = logAlreadyProcessed
-		return res
-	case errors.Is(err, inbox.ErrDead):
-		res.outcome = logAlreadyDead
-		return res
-	case errors.Is(err, inbox.ErrNotFound):
-		res.outcome = logOrphan
-		return res
-	case errors.Is(err, inbox.ErrClaimed):
-		return p.claimedElsewhere(book, rec, ev.LeaseUntil, res, logClaimed, cause)
-	case err != nil:
+	if r, ok := p.notOurs(book, rec, ev, err, res, cause); ok {
+		return r
+	}
+	if err != nil {
 		res.err = fmt.Errorf("%w; recording failure: %w", cause, err)
 	}
 	if last {
@@ -586,51 +561,70 @@ func (p *Processor) failed(work, book context.Context, j *job, k inbox.Key, res 
 // it ends processed or dead) and retried after a backoff before it.
 func (p *Processor) dead(book context.Context, j *job, k inbox.Key, res recordResult, cause error) recordResult {
 	rec := j.rec
-	last := p.last(rec)
 	now := p.cfg.Now()
+	res.err = cause
 	j.deadTried.Store(true)
 	ev, err := p.cfg.Store.Fail(book, k, inbox.Failure{Owner: j.owner, Status: inbox.StatusDead, Cause: cause.Error(), MessageID: rec.MessageId}, now)
-	if err != nil && !errors.Is(err, inbox.ErrAlreadyProcessed) && !errors.Is(err, inbox.ErrDead) &&
-		!errors.Is(err, inbox.ErrNotFound) && !errors.Is(err, inbox.ErrClaimed) {
-		res.err = fmt.Errorf("%w; marking dead: %w", cause, err)
-		if errors.Is(err, inbox.ErrInvalid) {
-			// Refused, so not written: the event is as it was, unfinished.
-			return p.notDead(book, rec, res)
-		}
-		stored, gerr := p.cfg.Store.Get(book, k, now)
-		switch {
-		case gerr == nil && stored.Status == inbox.StatusDead:
-			ev, err = stored, inbox.ErrDead
-		case gerr == nil && stored.Status == inbox.StatusProcessed:
-			err = inbox.ErrAlreadyProcessed
-		case errors.Is(gerr, inbox.ErrNotFound):
-			err = gerr
-		case gerr == nil:
-			return p.notDead(book, rec, res)
-		case last:
-			res.outcome, res.retry = logRedrive, true
-			return res
-		default:
-			return p.notDead(book, rec, res)
-		}
-	}
-	switch {
-	case err == nil:
+	if err == nil {
 		res.outcome = logDead
-		return p.toDLQ(book, rec, res, cause)
+		return p.toDLQ(book, rec, res)
+	}
+	if r, ok := p.notOurs(book, rec, ev, err, res, fmt.Errorf("%w; marking dead: %w", cause, err)); ok {
+		return r
+	}
+	res.err = fmt.Errorf("%w; marking dead: %w", cause, err)
+	if errors.Is(err, inbox.ErrInvalid) {
+		// Refused, so not written: the event is as it was, unfinished.
+		return p.notDead(book, rec, res)
+	}
+	// The write may or may not have landed.
+	stored, gerr := p.cfg.Store.Get(book, k, now)
+	switch {
+	case gerr == nil && stored.Status == inbox.StatusDead:
+		gerr = inbox.ErrDead
+	case gerr == nil && stored.Status == inbox.StatusProcessed:
+		gerr = inbox.ErrAlreadyProcessed
+	case gerr == nil:
+		return p.notDead(book, rec, res)
+	}
+	if r, ok := p.notOurs(book, rec, stored, gerr, res, res.err); ok {
+		return r
+	}
+	if p.last(rec) {
+		res.outcome, res.retry = logRedrive, true
+		return res
+	}
+	return p.notDead(book, rec, res)
+}
+
+// notOurs ends a record whose event the store says is not this record's to
+// work on: processed already, dead (by this message: its DLQ copy is sent
+// again), gone, or held by another worker's live lease (why is the error
+// logged for it). ok is false for any other err, nil included.
+func (p *Processor) notOurs(book context.Context, rec events.SQSMessage, ev inbox.Event, err error, res recordResult, why error) (recordResult, bool) {
+	switch {
 	case errors.Is(err, inbox.ErrAlreadyProcessed):
 		res.outcome = logAlreadyProcessed
 	case errors.Is(err, inbox.ErrDead):
 		res.outcome = logAlreadyDead
 		if ev.DeadBy == rec.MessageId {
-			return p.toDLQ(book, rec, res, cause)
+			// This message made the event dead and its copy to the DLQ
+			// did not go through: send it now.
+			return p.toDLQ(book, rec, res), true
 		}
 	case errors.Is(err, inbox.ErrNotFound):
+		// Nothing is stored under the key (never was, or expired long
+		// after it finished): no event to finish, nothing to retry.
 		res.outcome = logOrphan
+		if res.err == nil {
+			res.err = err
+		}
 	case errors.Is(err, inbox.ErrClaimed):
-		return p.claimedElsewhere(book, rec, ev.LeaseUntil, res, logClaimed, fmt.Errorf("%w; marking dead: %w", cause, err))
+		return p.notNow(book, rec, ev.LeaseUntil, res, logClaimed, why), true
+	default:
+		return res, false
 	}
-	return res
+	return res, true
 }
 
 // notDead ends a record whose event could not be made dead and is still
@@ -650,10 +644,10 @@ func (p *Processor) notDead(book context.Context, rec events.SQSMessage, res rec
 // the DLQ does not take it, the record is retried at once: its next receive
 // finds the event dead by this message and sends it again, or SQS's
 // redrive moves it.
-func (p *Processor) toDLQ(book context.Context, rec events.SQSMessage, res recordResult, cause error) recordResult {
+func (p *Processor) toDLQ(book context.Context, rec events.SQSMessage, res recordResult) recordResult {
 	if err := p.cfg.DeadLetters.Send(book, rec.Body); err != nil {
 		res.retry = true
-		res.err = errors.Join(cause, fmt.Errorf("sending to DLQ: %w", err))
+		res.err = errors.Join(res.err, fmt.Errorf("sending to DLQ: %w", err))
 		p.delay(book, rec, 0, &res)
 	}
 	return res

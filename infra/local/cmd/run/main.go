@@ -19,11 +19,9 @@ import (
 	"os/signal"
 	"path/filepath"
 	"strconv"
-	"sync"
 	"syscall"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
 	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
 	awsconfig "github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
@@ -110,7 +108,7 @@ func run() error {
 	if next == nil {
 		next = awshttp.NewBuildableClient() // what each client would build itself
 	}
-	handlerCfg.HTTPClient = &serialHTTP{next: next}
+	handlerCfg.HTTPClient = awstest.Serial(next)
 	stack, err := local.Setup(ctx, handlerCfg, *tplPath, sources, log)
 	if err != nil {
 		return err
@@ -202,19 +200,6 @@ func apiOptions(tplPath string, stack *local.Stack) (local.APIOptions, error) {
 		return local.APIOptions{}, fmt.Errorf("MAX_BODY_BYTES: %w", err)
 	}
 	return local.APIOptions{MaxBodyBytes: maxBody, FunctionTimeout: fn.Timeout}, nil
-}
-
-// serialHTTP sends one request at a time. The lock is held until the
-// response headers arrive, by which time moto has done the request's work.
-type serialHTTP struct {
-	mu   sync.Mutex
-	next aws.HTTPClient
-}
-
-func (s *serialHTTP) Do(r *http.Request) (*http.Response, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.next.Do(r)
 }
 
 // envDuration reads a Go duration from the environment; unset is zero
