@@ -26,6 +26,7 @@ import (
 	"github.com/webhook-inbox/webhook-inbox/internal/app"
 	"github.com/webhook-inbox/webhook-inbox/internal/awstest"
 	"github.com/webhook-inbox/webhook-inbox/internal/config"
+	"github.com/webhook-inbox/webhook-inbox/internal/effects"
 	"github.com/webhook-inbox/webhook-inbox/internal/examples"
 	"github.com/webhook-inbox/webhook-inbox/internal/inbox"
 	"github.com/webhook-inbox/webhook-inbox/internal/inboxstore"
@@ -147,7 +148,7 @@ func (e *env) effects(tb testing.TB) int {
 	out, err := e.db.Scan(context.Background(), &dynamodb.ScanInput{
 		TableName:                 aws.String(e.stack.Resources.TableName),
 		FilterExpression:          aws.String("begins_with(pk, :p)"),
-		ExpressionAttributeValues: map[string]types.AttributeValue{":p": &types.AttributeValueMemberS{Value: "effect#"}},
+		ExpressionAttributeValues: map[string]types.AttributeValue{":p": &types.AttributeValueMemberS{Value: effects.FactPrefix}},
 		ConsistentRead:            aws.Bool(true),
 	})
 	if err != nil {
@@ -199,7 +200,7 @@ func TestEndToEnd(t *testing.T) {
 	if !bytes.Equal(ev.Payload, body) {
 		t.Error("stored payload differs from the bytes sent")
 	}
-	eff, err := e.store.Effect(context.Background(), examples.InvoicePaidKind, evt.Data.Object.ID)
+	eff, err := e.store.Fact(context.Background(), examples.InvoicePaidKind, evt.Data.Object.ID)
 	if err != nil {
 		t.Fatal(err)
 	}

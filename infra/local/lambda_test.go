@@ -259,7 +259,7 @@ func TestBootstrapsUnderRIE(t *testing.T) {
 		if ev.Status != inbox.StatusProcessed || ev.Outcome != inbox.OutcomeApplied {
 			t.Errorf("event: got %s/%s, want processed/applied", ev.Status, ev.Outcome)
 		}
-		if _, err := store.Effect(context.Background(), examples.InvoicePaidKind, id.Data.Object.ID); err != nil {
+		if _, err := store.Fact(context.Background(), examples.InvoicePaidKind, id.Data.Object.ID); err != nil {
 			t.Errorf("effect: %v", err)
 		}
 		// The same batch again: acknowledged, no second effect.

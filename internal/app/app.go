@@ -21,6 +21,7 @@ import (
 	"github.com/webhook-inbox/webhook-inbox/internal/inboxstore"
 	"github.com/webhook-inbox/webhook-inbox/internal/ingest"
 	"github.com/webhook-inbox/webhook-inbox/internal/obs"
+	"github.com/webhook-inbox/webhook-inbox/internal/outbox"
 	"github.com/webhook-inbox/webhook-inbox/internal/processor"
 	"github.com/webhook-inbox/webhook-inbox/internal/queue"
 	"github.com/webhook-inbox/webhook-inbox/internal/replay"
@@ -66,11 +67,26 @@ func Ingest(cfg config.Config, awsCfg aws.Config, log *slog.Logger) (*ingest.Han
 	})
 }
 
-// Processor builds the processor handler with the shipped example routes.
+// Processor builds the processor handler with the shipped example routes
+// and their outbox targets.
 func Processor(cfg config.Config, awsCfg aws.Config, log *slog.Logger) (*processor.Processor, error) {
 	client := sqs.NewFromConfig(awsCfg)
+	store := inboxstore.New(dynamodb.NewFromConfig(awsCfg), cfg.InboxTable, cfg.Retention)
+	deliverer, err := outbox.New(outbox.Config{
+		Store: store,
+		Targets: map[string]outbox.Target{
+			examples.ReceiptTarget: {URL: cfg.ReceiptWebhookURL, RetryUnknown: cfg.ReceiptRetryUnknown},
+		},
+		RetryBase: cfg.RetryBase,
+		RetryCap:  cfg.RetryCap,
+		Logger:    log,
+	})
+	if err != nil {
+		return nil, err
+	}
 	return processor.New(processor.Config{
-		Store:           inboxstore.New(dynamodb.NewFromConfig(awsCfg), cfg.InboxTable, cfg.Retention),
+		Store:           store,
+		Outbox:          deliverer,
 		DeadLetters:     queue.New(client, cfg.DLQURL),
 		Visibility:      queue.New(client, cfg.QueueURL),
 		Routes:          examples.Routes(),

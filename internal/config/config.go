@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/url"
 	"strconv"
 	"strings"
 	"time"
@@ -33,6 +34,13 @@ type Config struct {
 	// SweepAfter is how long an unfinished event may be overdue before the
 	// sweep re-enqueues it.
 	SweepAfter time.Duration
+	// ReceiptWebhookURL receives the shipped Stripe example's receipts
+	// (empty: receipts are delivered to the log only), and
+	// ReceiptRetryUnknown says that receiver dedupes on the
+	// Idempotency-Key header, so a receipt whose outcome is unknown may be
+	// sent again.
+	ReceiptWebhookURL   string
+	ReceiptRetryUnknown bool
 }
 
 // Need names the settings a function requires.
@@ -92,6 +100,20 @@ func Load(getenv func(string) string, need Need) (Config, error) {
 		errs = append(errs, fmt.Errorf("RETRY_CAP_SECONDS (%d) is below RETRY_BASE_SECONDS (%d)", c.RetryCap/time.Second, c.RetryBase/time.Second))
 	}
 	c.SweepAfter = time.Duration(intVar(getenv, "SWEEP_AFTER_SECONDS", DefaultSweepAfterSeconds, 1, 86400, &errs)) * time.Second
+	c.ReceiptWebhookURL = strings.TrimSpace(getenv("RECEIPT_WEBHOOK_URL"))
+	if u := c.ReceiptWebhookURL; u != "" {
+		parsed, err := url.Parse(u)
+		if err != nil || (parsed.Scheme != "http" && parsed.Scheme != "https") || parsed.Host == "" {
+			errs = append(errs, fmt.Errorf("RECEIPT_WEBHOOK_URL %q: want an absolute http or https URL", u))
+		}
+	}
+	switch v := strings.TrimSpace(getenv("RECEIPT_RETRY_UNKNOWN")); v {
+	case "", "false":
+	case "true":
+		c.ReceiptRetryUnknown = true
+	default:
+		errs = append(errs, fmt.Errorf("RECEIPT_RETRY_UNKNOWN %q: want true or false", v))
+	}
 	lvl, err := obs.ParseLevel(getenv("LOG_LEVEL"))
 	if err != nil {
 		errs = append(errs, err)

@@ -1,113 +1,380 @@
-// Package effects is what an event handler may declare: business records
-// that must exist at most once, keyed by the business fact they represent
-// (an invoice id, not an event id). The processor commits them atomically
-// with the event's status; handlers never touch storage themselves.
+// Package effects is what an event handler may declare, in three kinds of
+// part, all committed atomically with the event's status by the processor
+// (handlers never touch storage or the network themselves):
+//
+//   - Facts: business records that exist at most once, keyed by the fact
+//     they represent (an invoice id, a commit sha — never an event id).
+//   - Updates: changes to an entity's state (a membership's paid-through
+//     date, a subscription's status), guarded by an order or by allowed
+//     transitions so that an older event never undoes a newer one, and
+//     optionally tied to a fact so that they apply once per fact.
+//   - Outbound rows: calls to other systems (a receipt, a notification),
+//     written to the outbox in the same transaction and delivered after
+//     it with a stable idempotency key.
+//
+// A part may belong to another (an update to a fact, a row to a fact or an
+// update): when the part it belongs to is left out — a duplicate fact, a
+// stale update — so is it.
 package effects
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
+	"unicode"
 	"unicode/utf8"
 
 	"github.com/webhook-inbox/webhook-inbox/internal/inbox"
 )
 
-// Record is one business fact. Kind and Key together are its identity: a
-// second record with the same identity — from a retry or from a different
+// Part ID prefixes: every part is one item of the table, under its ID.
+const (
+	FactPrefix     = "fact#"
+	EntityPrefix   = "entity#"
+	OutboundPrefix = "outbox#"
+)
+
+// Fact is one business fact. Kind and Key together are its identity: a
+// second fact with the same identity — from a retry or from a different
 // event carrying the same fact — is never written.
-type Record struct {
+type Fact struct {
 	// Kind names the fact, e.g. "invoice_paid".
 	Kind string
 	// Key identifies it within Kind, e.g. the invoice id.
 	Key string
-	// Attributes are stored with the record: string, number and bool
-	// values, under names other than the Reserved ones.
+	// Attributes are stored with the fact: string, number and bool
+	// values, under names other than the ReservedFact ones.
 	Attributes map[string]any
 }
 
-// ID is the stored identity of the record.
-func (r Record) ID() string { return r.Kind + "#" + r.Key }
+// ID is the stored identity of the fact.
+func (f Fact) ID() string { return FactPrefix + f.Kind + "#" + f.Key }
+
+// Update changes one entity, created on its first update. Its guard —
+// Order, Transition, or both — decides whether it is newer than the state
+// it finds; an update the guard refuses is stale and changes nothing.
+// An update needs at least one of Set, Add and Transition.
+type Update struct {
+	// Entity names the kind of entity, e.g. "membership".
+	Entity string
+	// Key identifies it within Entity, e.g. the customer id.
+	Key string
+	// Set gives attributes their new values (strings, numbers, bools).
+	Set map[string]any
+	// Add adds numbers to numeric attributes (absent ones start at 0).
+	Add map[string]any
+	// Order, if set, applies the update only when it is after the order
+	// of the last update applied to the entity (an entity keeps one
+	// order: keep separately ordered state in separate entities).
+	Order *Order
+	// Transition, if set, moves a state attribute, only along allowed
+	// transitions.
+	Transition *Transition
+	// After is the ID of a fact of the same plan: the update applies only
+	// when that fact is new, so a second event carrying the fact changes
+	// nothing.
+	After string
+}
+
+// ID is the stored identity of the entity.
+func (u Update) ID() string { return EntityPrefix + u.Entity + "#" + u.Key }
+
+// Order places an update in its entity's history: by Seq, then by Tie
+// for equal Seqs. An update applies only if its order is strictly after
+// the entity's, so the same order never applies twice.
+type Order struct {
+	Seq int64
+	Tie string
+}
+
+// ByCreated orders by the provider's creation time of the event, with the
+// event id as tie-break: the ordering for providers that give no sequence.
+// Events created in the same millisecond are ordered by id, arbitrarily
+// but the same way for every worker.
+func ByCreated(ev inbox.Event) *Order {
+	return &Order{Seq: ev.Created.UnixMilli(), Tie: ev.Key.EventID}
+}
+
+// Transition moves the entity's Attr to To, if Attr is absent or holds
+// one of From.
+type Transition struct {
+	Attr string
+	To   string
+	From []string
+}
+
+// Machine lists each state's allowed successors. A state may always be
+// entered again from itself; a state with no successors is final.
+type Machine map[string][]string
+
+// Into is the transition to state to in attribute attr: allowed from to
+// itself and from every state that lists it.
+func (m Machine) Into(attr, to string) *Transition {
+	from := []string{to}
+	for s, next := range m {
+		if s != to && slices.Contains(next, to) {
+			from = append(from, s)
+		}
+	}
+	slices.Sort(from)
+	return &Transition{Attr: attr, To: to, From: from}
+}
+
+// ActionHTTP is the one outbound action there is: a JSON POST to the URL
+// configured for the row's target.
+const ActionHTTP = "http"
+
+// Outbound is a call to another system, delivered after the commit.
+type Outbound struct {
+	// Action is how the call is made; empty means ActionHTTP.
+	Action string
+	// Target names the configured receiver, e.g. "receipt": the URL and
+	// its options are deployment configuration, not part of the row.
+	Target string
+	// Key is the idempotency key, sent as the Idempotency-Key header:
+	// one row per key ever exists, so it names what the call is about
+	// (see KeyOf), not when it was made.
+	Key string
+	// Body is the JSON document sent.
+	Body json.RawMessage
+	// Of is the ID of the fact or update of the same plan the row belongs
+	// to; empty when it belongs to the event alone.
+	Of string
+}
+
+// ID is the stored identity of the row.
+func (o Outbound) ID() string { return OutboundPrefix + o.Key }
+
+// KeyOf is the idempotency key of a call to target about a part (a fact's
+// or an update's ID) or about an event (its key's String).
+func KeyOf(about, target string) string { return about + "/" + target }
 
 // Plan is everything a handler wants done for one event.
 type Plan struct {
-	Records []Record
+	Facts    []Fact
+	Updates  []Update
+	Outbound []Outbound
 }
+
+// Len is the number of parts of the plan.
+func (p Plan) Len() int { return len(p.Facts) + len(p.Updates) + len(p.Outbound) }
 
 // Limits a plan must keep to commit in one DynamoDB transaction with the
 // event's status.
 const (
-	// MaxRecords leaves one of TransactWriteItems' 100 items to the event.
-	MaxRecords = 99
-	// MaxIDBytes keeps a record's stored key ("effect#" + ID) within
-	// DynamoDB's 2048-byte partition key.
-	MaxIDBytes = 2048 - len("effect#")
-	// MaxRecordBytes keeps a record, with the store's own attributes,
-	// well inside DynamoDB's 400 KB item.
-	MaxRecordBytes = 350 << 10
+	// MaxParts leaves one of TransactWriteItems' 100 items to the event.
+	MaxParts = 99
+	// MaxIDBytes keeps a part's ID within DynamoDB's 2048-byte partition
+	// key.
+	MaxIDBytes = 2048
+	// MaxKeyBytes bounds an outbound row's idempotency key: the event
+	// lists its rows' keys, and the key travels as a header.
+	MaxKeyBytes = 1024
+	// MaxPartBytes keeps a part, with the store's own attributes, well
+	// inside DynamoDB's 400 KB item.
+	MaxPartBytes = 350 << 10
 	// MaxPlanBytes keeps the transaction inside DynamoDB's 4 MB, with room
 	// for the event's own update.
 	MaxPlanBytes = 3 << 20
 )
 
-// Reserved names the attributes the store writes on every record; a
-// handler may not set them.
-var Reserved = map[string]bool{"pk": true, "effect_kind": true, "effect_key": true, "event_key": true, "recorded_at": true}
+// Attribute names the store writes on parts; a handler may not use them.
+var (
+	ReservedFact   = names("pk", "fact_kind", "fact_key", "event_key", "recorded_at")
+	ReservedEntity = names("pk", "entity_kind", "entity_key", "seq", "seq_tie", "updated_by", "updated_at")
+)
 
-// Validate checks that every record has an identity, that no identity
-// appears twice, that no attribute takes a name the store reserves or has a
-// value it cannot store, and that the plan fits one DynamoDB transaction
-// (MaxRecords, MaxIDBytes, MaxRecordBytes, MaxPlanBytes). A plan it refuses
-// would be refused by DynamoDB every time: the processor treats it as a
-// permanent error.
+func names(n ...string) map[string]bool {
+	m := make(map[string]bool, len(n))
+	for _, s := range n {
+		m[s] = true
+	}
+	return m
+}
+
+// Validate checks that every part has an identity, that no identity
+// appears twice, that every attribute has a name the store does not
+// reserve and a value it can store, that every part a part belongs to is
+// in the plan, and that the plan fits one DynamoDB transaction (MaxParts,
+// MaxIDBytes, MaxPartBytes, MaxPlanBytes). A plan it refuses would be
+// refused every time: the processor treats it as a permanent error.
 func (p Plan) Validate() error {
-	if len(p.Records) > MaxRecords {
-		return fmt.Errorf("%d effects: at most %d commit with the event", len(p.Records), MaxRecords)
+	if n := p.Len(); n > MaxParts {
+		return fmt.Errorf("%d parts (%d facts, %d updates, %d outbound): at most %d commit with the event",
+			n, len(p.Facts), len(p.Updates), len(p.Outbound), MaxParts)
 	}
-	seen := make(map[string]bool, len(p.Records))
-	total := 0
-	for i, r := range p.Records {
+	v := validator{seen: make(map[string]string, p.Len())}
+	for i, f := range p.Facts {
+		v.part(fmt.Sprintf("fact %d", i), "fact", f.ID(), f.Kind, f.Key)
+		v.attrs(fmt.Sprintf("fact %d", i), f.Attributes, ReservedFact, nil)
+		v.end(fmt.Sprintf("fact %d", i))
+	}
+	for i, u := range p.Updates {
+		v.update(fmt.Sprintf("update %d (%s)", i, u.ID()), u)
+	}
+	for i, o := range p.Outbound {
+		v.outbound(fmt.Sprintf("outbound %d (%s)", i, o.ID()), o)
+	}
+	if v.err == nil && v.total > MaxPlanBytes {
+		v.err = fmt.Errorf("parts of about %d bytes, over %d in one transaction", v.total, MaxPlanBytes)
+	}
+	return v.err
+}
+
+// validator keeps the first error of a plan's check, the IDs seen (with
+// their part type) and the plan's size so far.
+type validator struct {
+	err   error
+	seen  map[string]string
+	size  int
+	total int
+}
+
+func (v *validator) fail(format string, args ...any) {
+	if v.err == nil {
+		v.err = fmt.Errorf(format, args...)
+	}
+}
+
+// part checks a part's identity and starts counting its size.
+func (v *validator) part(what, typ, id, kind, key string) {
+	switch {
+	case kind == "" || key == "":
+		v.fail("%s: empty kind or key", what)
+	case strings.Contains(kind, "#"):
+		v.fail("%s: '#' in kind %q", what, kind)
+	case !utf8.ValidString(kind) || !utf8.ValidString(key):
+		v.fail("%s: kind or key is not UTF-8", what)
+	case len(id) > MaxIDBytes:
+		v.fail("%s: identity of %d bytes, over %d", what, len(id), MaxIDBytes)
+	case v.seen[id] != "":
+		v.fail("%s: %s declared twice", what, id)
+	}
+	v.seen[id] = typ
+	v.size = len(id)*2 + 128
+}
+
+// attrs checks attributes and counts their size.
+func (v *validator) attrs(what string, attrs map[string]any, reserved, taken map[string]bool) {
+	for name, val := range attrs {
 		switch {
-		case r.Kind == "" || r.Key == "":
-			return fmt.Errorf("effect %d: empty kind or key", i)
-		case strings.Contains(r.Kind, "#"):
-			return fmt.Errorf("effect %d: '#' in kind %q", i, r.Kind)
-		case !utf8.ValidString(r.Kind) || !utf8.ValidString(r.Key):
-			return fmt.Errorf("effect %d: kind or key is not UTF-8", i)
-		case len(r.ID()) > MaxIDBytes:
-			return fmt.Errorf("effect %d: identity of %d bytes, over %d", i, len(r.ID()), MaxIDBytes)
-		case seen[r.ID()]:
-			return fmt.Errorf("effect %d: %s declared twice", i, r.ID())
+		case reserved[name]:
+			v.fail("%s: attribute %q is the store's own", what, name)
+		case taken[name]:
+			v.fail("%s: attribute %q set twice", what, name)
+		case name == "" || !utf8.ValidString(name):
+			v.fail("%s: attribute name %q: empty or not UTF-8", what, name)
 		}
-		seen[r.ID()] = true
-		size := len(r.ID())*2 + 64
-		for name, v := range r.Attributes {
-			if Reserved[name] {
-				return fmt.Errorf("effect %d: attribute %q is the store's own", i, name)
-			}
-			if name == "" || !utf8.ValidString(name) {
-				return fmt.Errorf("effect %d: attribute name %q: empty or not UTF-8", i, name)
-			}
-			n, err := valueSize(v)
-			if err != nil {
-				return fmt.Errorf("effect %d: attribute %q: %w", i, name, err)
-			}
-			size += len(name) + n
+		n, err := valueSize(val)
+		if err != nil {
+			v.fail("%s: attribute %q: %w", what, name, err)
 		}
-		if size > MaxRecordBytes {
-			return fmt.Errorf("effect %d: about %d bytes, over %d", i, size, MaxRecordBytes)
-		}
-		total += size
+		v.size += len(name) + n
 	}
-	if total > MaxPlanBytes {
-		return fmt.Errorf("effects of about %d bytes, over %d in one transaction", total, MaxPlanBytes)
+}
+
+func (v *validator) end(what string) {
+	if v.size > MaxPartBytes {
+		v.fail("%s: about %d bytes, over %d", what, v.size, MaxPartBytes)
 	}
-	return nil
+	v.total += v.size
+	v.size = 0
+}
+
+func (v *validator) update(what string, u Update) {
+	v.part(what, "update", u.ID(), u.Entity, u.Key)
+	if len(u.Set) == 0 && len(u.Add) == 0 && u.Transition == nil {
+		v.fail("%s: nothing to change (no Set, Add or Transition)", what)
+	}
+	for name, val := range u.Add {
+		if !isNumber(val) {
+			v.fail("%s: Add %q: %T is not a number", what, name, val)
+		}
+	}
+	taken := make(map[string]bool, len(u.Set)+1)
+	for name := range u.Set {
+		taken[name] = true
+	}
+	if t := u.Transition; t != nil {
+		switch {
+		case t.Attr == "" || t.To == "":
+			v.fail("%s: transition with an empty attribute or state", what)
+		case ReservedEntity[t.Attr]:
+			v.fail("%s: transition attribute %q is the store's own", what, t.Attr)
+		case taken[t.Attr]:
+			v.fail("%s: attribute %q both set and transitioned", what, t.Attr)
+		case len(t.From) > 99:
+			v.fail("%s: transition from %d states, over 99", what, len(t.From))
+		}
+		taken[t.Attr] = true
+		for _, s := range append([]string{t.To}, t.From...) {
+			v.size += len(s)
+			if !utf8.ValidString(s) {
+				v.fail("%s: transition state is not UTF-8", what)
+			}
+		}
+	}
+	if o := u.Order; o != nil {
+		v.size += len(o.Tie) + 21
+		if !utf8.ValidString(o.Tie) {
+			v.fail("%s: order tie-break is not UTF-8", what)
+		}
+	}
+	if u.After != "" && v.seen[u.After] != "fact" {
+		v.fail("%s: after %q, which is not a fact of this plan", what, u.After)
+	}
+	// Set and Add share the entity's attribute names.
+	v.attrs(what, u.Set, ReservedEntity, nil)
+	v.attrs(what, u.Add, ReservedEntity, taken)
+	v.end(what)
+}
+
+func (v *validator) outbound(what string, o Outbound) {
+	switch {
+	case o.Action != "" && o.Action != ActionHTTP:
+		v.fail("%s: action %q: want %q", what, o.Action, ActionHTTP)
+	case o.Target == "" || o.Key == "":
+		v.fail("%s: empty target or key", what)
+	case len(o.Key) > MaxKeyBytes:
+		v.fail("%s: key of %d bytes, over %d", what, len(o.Key), MaxKeyBytes)
+	case !headerSafe(o.Key):
+		v.fail("%s: key is not UTF-8 or holds a control character", what)
+	case !utf8.ValidString(o.Target):
+		v.fail("%s: target is not UTF-8", what)
+	case !json.Valid(o.Body):
+		v.fail("%s: body is not JSON", what)
+	case o.Of != "" && v.seen[o.Of] != "fact" && v.seen[o.Of] != "update":
+		v.fail("%s: of %q, which is not a fact or update of this plan", what, o.Of)
+	case v.seen[o.ID()] != "":
+		v.fail("%s: %s declared twice", what, o.ID())
+	}
+	v.seen[o.ID()] = "outbound"
+	v.size = len(o.ID())*2 + len(o.Target) + len(o.Body) + 256
+	v.end(what)
+}
+
+// headerSafe reports whether s may travel as an HTTP header value: valid
+// UTF-8 without control characters.
+func headerSafe(s string) bool {
+	if !utf8.ValidString(s) {
+		return false
+	}
+	return !strings.ContainsFunc(s, unicode.IsControl)
+}
+
+func isNumber(v any) bool {
+	switch v.(type) {
+	case int, int8, int16, int32, int64, uint, uint8, uint16, uint32, uint64, float32, float64:
+		return true
+	}
+	return false
 }
 
 // valueSize is an upper bound of a value's stored size, for the types a
-// record may carry: strings (UTF-8), integers, floats and booleans.
+// part may carry: strings (UTF-8), integers, floats and booleans.
 func valueSize(v any) (int, error) {
 	switch v := v.(type) {
 	case string:
@@ -115,37 +382,89 @@ func valueSize(v any) (int, error) {
 			return 0, errors.New("string is not UTF-8")
 		}
 		return len(v), nil
-	case int, int8, int16, int32, int64, uint, uint8, uint16, uint32, uint64, float32, float64:
-		return 21, nil
 	case bool:
 		return 1, nil
+	}
+	if isNumber(v) {
+		return 21, nil
 	}
 	return 0, fmt.Errorf("value of type %T: want a string, a number or a bool", v)
 }
 
-// Without returns the plan minus the records whose IDs are listed.
-func (p Plan) Without(ids []string) Plan {
-	drop := make(map[string]bool, len(ids))
+// Drop returns the plan without the parts whose IDs are listed and
+// without every part that belongs to one of them, directly or through
+// another; dropped lists every part removed, the listed ones first.
+func (p Plan) Drop(ids ...string) (rest Plan, dropped []string) {
+	gone := make(map[string]bool, len(ids))
 	for _, id := range ids {
-		drop[id] = true
-	}
-	var out Plan
-	for _, r := range p.Records {
-		if !drop[r.ID()] {
-			out.Records = append(out.Records, r)
+		if !gone[id] {
+			gone[id] = true
+			dropped = append(dropped, id)
 		}
+	}
+	for _, f := range p.Facts {
+		if !gone[f.ID()] {
+			rest.Facts = append(rest.Facts, f)
+		}
+	}
+	// Updates belong only to facts, rows to facts or updates: one pass in
+	// that order reaches every dependant.
+	for _, u := range p.Updates {
+		switch {
+		case gone[u.ID()]:
+		case u.After != "" && gone[u.After]:
+			gone[u.ID()] = true
+			dropped = append(dropped, u.ID())
+		default:
+			rest.Updates = append(rest.Updates, u)
+		}
+	}
+	for _, o := range p.Outbound {
+		switch {
+		case gone[o.ID()]:
+		case o.Of != "" && gone[o.Of]:
+			gone[o.ID()] = true
+			dropped = append(dropped, o.ID())
+		default:
+			rest.Outbound = append(rest.Outbound, o)
+		}
+	}
+	return rest, dropped
+}
+
+// IDs lists the IDs of the plan's parts: facts, updates, then rows.
+func (p Plan) IDs() []string {
+	out := make([]string, 0, p.Len())
+	for _, f := range p.Facts {
+		out = append(out, f.ID())
+	}
+	for _, u := range p.Updates {
+		out = append(out, u.ID())
+	}
+	for _, o := range p.Outbound {
+		out = append(out, o.ID())
 	}
 	return out
 }
 
-// ExistsError reports the records of a plan that were already written, by
-// an earlier event carrying the same business fact.
-type ExistsError struct {
-	IDs []string
+// RefusedError reports the parts of a plan that could not commit: facts
+// and rows that exist already (written for an earlier event carrying the
+// same fact) and updates whose guard refused them (stale). Nothing of the
+// plan was written.
+type RefusedError struct {
+	Exists []string
+	Stale  []string
 }
 
-func (e *ExistsError) Error() string {
-	return "effects already recorded: " + strings.Join(e.IDs, ", ")
+func (e *RefusedError) Error() string {
+	var parts []string
+	if len(e.Exists) > 0 {
+		parts = append(parts, "already recorded: "+strings.Join(e.Exists, ", "))
+	}
+	if len(e.Stale) > 0 {
+		parts = append(parts, "stale: "+strings.Join(e.Stale, ", "))
+	}
+	return "effects refused: " + strings.Join(parts, "; ")
 }
 
 // Handler turns one stored event into a plan. It returns an error wrapped

@@ -1,107 +1,226 @@
 package effects
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/webhook-inbox/webhook-inbox/internal/inbox"
 )
 
-func rec(kind, key string) Record { return Record{Kind: kind, Key: key} }
+func fact(kind, key string) Fact { return Fact{Kind: kind, Key: key} }
 
-func TestRecordID(t *testing.T) {
-	if got, want := rec("invoice_paid", "in_1#x").ID(), "invoice_paid#in_1#x"; got != want {
-		t.Errorf("got %q, want %q", got, want)
+func TestIDs(t *testing.T) {
+	for _, tt := range []struct{ got, want string }{
+		{fact("invoice_paid", "in_1#x").ID(), "fact#invoice_paid#in_1#x"},
+		{Update{Entity: "membership", Key: "cus_1"}.ID(), "entity#membership#cus_1"},
+		{Outbound{Key: "fact#invoice_paid#in_1/receipt"}.ID(), "outbox#fact#invoice_paid#in_1/receipt"},
+		{KeyOf("fact#invoice_paid#in_1", "receipt"), "fact#invoice_paid#in_1/receipt"},
+	} {
+		if tt.got != tt.want {
+			t.Errorf("got %q, want %q", tt.got, tt.want)
+		}
 	}
 }
 
-func TestPlanValidate(t *testing.T) {
+func TestByCreated(t *testing.T) {
+	ev := inbox.Event{Key: inbox.Key{Source: "stripe", EventID: "evt_1"}, Created: time.Unix(1700000000, 5e6)}
+	if got, want := *ByCreated(ev), (Order{Seq: 1700000000005, Tie: "evt_1"}); got != want {
+		t.Errorf("got %+v, want %+v", got, want)
+	}
+}
+
+func TestMachineInto(t *testing.T) {
+	m := Machine{"pending": {"active", "canceled"}, "active": {"past_due", "canceled"}, "past_due": {"active", "canceled"}, "canceled": nil}
 	tests := []struct {
-		name    string
-		plan    Plan
-		wantErr bool
+		to   string
+		want []string
 	}{
-		{"empty plan", Plan{}, false},
-		{"one record", Plan{Records: []Record{rec("invoice_paid", "in_1")}}, false},
-		{"same key, different kinds", Plan{Records: []Record{rec("invoice_paid", "in_1"), rec("invoice_refunded", "in_1")}}, false},
-		{"same kind, different keys", Plan{Records: []Record{rec("invoice_paid", "in_1"), rec("invoice_paid", "in_2")}}, false},
-		{"hash in key", Plan{Records: []Record{rec("k", "a#b")}}, false},
-		{"empty kind", Plan{Records: []Record{rec("", "in_1")}}, true},
-		{"empty key", Plan{Records: []Record{rec("invoice_paid", "")}}, true},
-		{"empty second record", Plan{Records: []Record{rec("k", "1"), {}}}, true},
-		{"hash in kind", Plan{Records: []Record{rec("invoice#paid", "in_1")}}, true},
-		{"duplicate", Plan{Records: []Record{rec("invoice_paid", "in_1"), rec("invoice_paid", "in_1")}}, true},
-		{"reserved attribute pk", Plan{Records: []Record{{Kind: "k", Key: "1", Attributes: map[string]any{"pk": "x"}}}}, true},
-		{"reserved attribute event_key", Plan{Records: []Record{{Kind: "k", Key: "1", Attributes: map[string]any{"event_key": "x"}}}}, true},
-		{"reserved attribute recorded_at", Plan{Records: []Record{{Kind: "k", Key: "1", Attributes: map[string]any{"recorded_at": "x"}}}}, true},
-		{"ordinary attributes", Plan{Records: []Record{{Kind: "k", Key: "1", Attributes: map[string]any{"s": "x", "n": int64(1), "f": 1.5, "b": true, "i": 3}}}}, false},
-		{"attribute of a type the store cannot keep", Plan{Records: []Record{{Kind: "k", Key: "1", Attributes: map[string]any{"m": map[string]any{}}}}}, true},
-		{"attribute not UTF-8", Plan{Records: []Record{{Kind: "k", Key: "1", Attributes: map[string]any{"s": "\xff"}}}}, true},
-		{"key not UTF-8", Plan{Records: []Record{rec("k", "\xff")}}, true},
-		{"identity at the key limit", Plan{Records: []Record{rec("k", strings.Repeat("x", MaxIDBytes-2))}}, false},
-		{"identity over the key limit", Plan{Records: []Record{rec("k", strings.Repeat("x", MaxIDBytes-1))}}, true},
-		{"record over the item limit", Plan{Records: []Record{{Kind: "k", Key: "1", Attributes: map[string]any{"s": strings.Repeat("x", MaxRecordBytes)}}}}, true},
-		{"plan over the transaction limit", Plan{Records: bigRecords(12, 300<<10)}, true},
-		{"99 records", Plan{Records: manyRecords(MaxRecords)}, false},
-		{"100 records", Plan{Records: manyRecords(MaxRecords + 1)}, true},
-		{"duplicate, attributes differ", Plan{Records: []Record{
-			{Kind: "k", Key: "1", Attributes: map[string]any{"a": int64(1)}},
-			{Kind: "k", Key: "1", Attributes: map[string]any{"a": int64(2)}},
-		}}, true},
+		{"active", []string{"active", "past_due", "pending"}},
+		{"canceled", []string{"active", "canceled", "past_due", "pending"}},
+		{"pending", []string{"pending"}},
+		{"unheard_of", []string{"unheard_of"}},
 	}
 	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			err := tt.plan.Validate()
-			if gotErr := err != nil; gotErr != tt.wantErr {
-				t.Errorf("got %v, want error %t", err, tt.wantErr)
+		t.Run(tt.to, func(t *testing.T) {
+			got := m.Into("status", tt.to)
+			if got.Attr != "status" || got.To != tt.to || !slices.Equal(got.From, tt.want) {
+				t.Errorf("got %+v, want from %v", got, tt.want)
 			}
 		})
 	}
 }
 
-func manyRecords(n int) []Record {
-	var out []Record
+func TestPlanValidate(t *testing.T) {
+	f := fact("invoice_paid", "in_1")
+	upd := func(u Update) Update {
+		if u.Entity == "" {
+			u.Entity, u.Key = "membership", "cus_1"
+		}
+		return u
+	}
+	row := func(o Outbound) Outbound {
+		if o.Target == "" {
+			o.Target = "receipt"
+		}
+		if o.Key == "" {
+			o.Key = "k1"
+		}
+		if o.Body == nil {
+			o.Body = json.RawMessage(`{"a":1}`)
+		}
+		return o
+	}
+	set := map[string]any{"paid_through": int64(1)}
+	tests := []struct {
+		name    string
+		plan    Plan
+		wantErr string
+	}{
+		{"empty plan", Plan{}, ""},
+		{"one fact", Plan{Facts: []Fact{f}}, ""},
+		{"same key, different kinds", Plan{Facts: []Fact{f, fact("invoice_refunded", "in_1")}}, ""},
+		{"hash in key", Plan{Facts: []Fact{fact("k", "a#b")}}, ""},
+		{"empty kind", Plan{Facts: []Fact{fact("", "in_1")}}, "empty kind or key"},
+		{"empty key", Plan{Facts: []Fact{fact("invoice_paid", "")}}, "empty kind or key"},
+		{"hash in kind", Plan{Facts: []Fact{fact("invoice#paid", "in_1")}}, "'#' in kind"},
+		{"duplicate fact", Plan{Facts: []Fact{f, f}}, "declared twice"},
+		{"reserved fact attribute pk", Plan{Facts: []Fact{{Kind: "k", Key: "1", Attributes: map[string]any{"pk": "x"}}}}, "store's own"},
+		{"reserved fact attribute event_key", Plan{Facts: []Fact{{Kind: "k", Key: "1", Attributes: map[string]any{"event_key": "x"}}}}, "store's own"},
+		{"ordinary attributes", Plan{Facts: []Fact{{Kind: "k", Key: "1", Attributes: map[string]any{"s": "x", "n": int64(1), "f": 1.5, "b": true, "i": 3}}}}, ""},
+		{"attribute of a type the store cannot keep", Plan{Facts: []Fact{{Kind: "k", Key: "1", Attributes: map[string]any{"m": map[string]any{}}}}}, "want a string"},
+		{"attribute not UTF-8", Plan{Facts: []Fact{{Kind: "k", Key: "1", Attributes: map[string]any{"s": "\xff"}}}}, "not UTF-8"},
+		{"key not UTF-8", Plan{Facts: []Fact{fact("k", "\xff")}}, "not UTF-8"},
+		{"identity at the key limit", Plan{Facts: []Fact{fact("k", strings.Repeat("x", MaxIDBytes-len("fact#k#")))}}, ""},
+		{"identity over the key limit", Plan{Facts: []Fact{fact("k", strings.Repeat("x", MaxIDBytes-len("fact#k#")+1))}}, "over 2048"},
+		{"fact over the item limit", Plan{Facts: []Fact{{Kind: "k", Key: "1", Attributes: map[string]any{"s": strings.Repeat("x", MaxPartBytes)}}}}, "over"},
+		{"plan over the transaction limit", Plan{Facts: bigFacts(12, 300<<10)}, "in one transaction"},
+		{"99 parts", Plan{Facts: manyFacts(MaxParts)}, ""},
+		{"100 facts", Plan{Facts: manyFacts(MaxParts + 1)}, "at most 99"},
+		{"100 parts of three kinds", Plan{Facts: manyFacts(90), Updates: []Update{upd(Update{Set: set})}, Outbound: manyRows(9)}, "at most 99"},
+
+		{"update that sets", Plan{Updates: []Update{upd(Update{Set: set})}}, ""},
+		{"update that adds", Plan{Updates: []Update{upd(Update{Add: map[string]any{"invoices": 1}})}}, ""},
+		{"update that transitions", Plan{Updates: []Update{upd(Update{Transition: &Transition{Attr: "status", To: "active", From: []string{"pending"}}})}}, ""},
+		{"update with an order", Plan{Updates: []Update{upd(Update{Set: set, Order: &Order{Seq: 1, Tie: "evt_1"}})}}, ""},
+		{"update that changes nothing", Plan{Updates: []Update{upd(Update{Order: &Order{Seq: 1}})}}, "nothing to change"},
+		{"update of an empty entity kind", Plan{Updates: []Update{{Key: "cus_1", Set: set}}}, "empty kind or key"},
+		{"two updates of one entity", Plan{Updates: []Update{upd(Update{Set: set}), upd(Update{Add: map[string]any{"n": 1}})}}, "declared twice"},
+		{"add of a string", Plan{Updates: []Update{upd(Update{Add: map[string]any{"n": "1"}})}}, "not a number"},
+		{"set and add one attribute", Plan{Updates: []Update{upd(Update{Set: set, Add: map[string]any{"paid_through": 1}})}}, "set twice"},
+		{"set and transition one attribute", Plan{Updates: []Update{upd(Update{Set: map[string]any{"status": "x"}, Transition: &Transition{Attr: "status", To: "active"}})}}, "both set and transitioned"},
+		{"reserved entity attribute seq", Plan{Updates: []Update{upd(Update{Set: map[string]any{"seq": int64(1)}})}}, "store's own"},
+		{"reserved transition attribute", Plan{Updates: []Update{upd(Update{Transition: &Transition{Attr: "updated_by", To: "x"}})}}, "store's own"},
+		{"transition to nothing", Plan{Updates: []Update{upd(Update{Transition: &Transition{Attr: "status"}})}}, "empty attribute or state"},
+		{"update after a fact of the plan", Plan{Facts: []Fact{f}, Updates: []Update{upd(Update{Set: set, After: f.ID()})}}, ""},
+		{"update after a fact not in the plan", Plan{Updates: []Update{upd(Update{Set: set, After: f.ID()})}}, "not a fact of this plan"},
+		{"update after an update", Plan{Updates: []Update{upd(Update{Set: set}), {Entity: "other", Key: "1", Set: set, After: "entity#membership#cus_1"}}}, "not a fact of this plan"},
+
+		{"outbound row", Plan{Outbound: []Outbound{row(Outbound{})}}, ""},
+		{"outbound row of http", Plan{Outbound: []Outbound{row(Outbound{Action: ActionHTTP})}}, ""},
+		{"outbound row of an unknown action", Plan{Outbound: []Outbound{row(Outbound{Action: "email"})}}, "action"},
+		{"outbound row of a fact", Plan{Facts: []Fact{f}, Outbound: []Outbound{row(Outbound{Of: f.ID()})}}, ""},
+		{"outbound row of an update", Plan{Updates: []Update{upd(Update{Set: set})}, Outbound: []Outbound{row(Outbound{Of: "entity#membership#cus_1"})}}, ""},
+		{"outbound row of a part not in the plan", Plan{Outbound: []Outbound{row(Outbound{Of: f.ID()})}}, "not a fact or update"},
+		{"outbound row of a row", Plan{Outbound: []Outbound{row(Outbound{Key: "a"}), row(Outbound{Key: "b", Of: "outbox#a"})}}, "not a fact or update"},
+		{"outbound row without target", Plan{Outbound: []Outbound{{Key: "k", Body: json.RawMessage("{}")}}}, "empty target or key"},
+		{"outbound row without key", Plan{Outbound: []Outbound{{Target: "t", Body: json.RawMessage("{}")}}}, "empty target or key"},
+		{"outbound row with a newline in its key", Plan{Outbound: []Outbound{row(Outbound{Key: "a\nb"})}}, "control character"},
+		{"outbound row with a long key", Plan{Outbound: []Outbound{row(Outbound{Key: strings.Repeat("k", MaxKeyBytes+1)})}}, "over 1024"},
+		{"outbound row that is not JSON", Plan{Outbound: []Outbound{row(Outbound{Body: json.RawMessage("{")})}}, "not JSON"},
+		{"outbound row with no body", Plan{Outbound: []Outbound{{Target: "t", Key: "k"}}}, "not JSON"},
+		{"two rows with one key", Plan{Outbound: []Outbound{row(Outbound{}), row(Outbound{})}}, "declared twice"},
+		{"outbound row over the item limit", Plan{Outbound: []Outbound{row(Outbound{Body: json.RawMessage(`"` + strings.Repeat("x", MaxPartBytes) + `"`)})}}, "over"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			err := tt.plan.Validate()
+			switch {
+			case tt.wantErr == "" && err != nil:
+				t.Errorf("got %v, want no error", err)
+			case tt.wantErr != "" && err == nil:
+				t.Errorf("got no error, want one saying %q", tt.wantErr)
+			case tt.wantErr != "" && !strings.Contains(err.Error(), tt.wantErr):
+				t.Errorf("got %q, want it to say %q", err, tt.wantErr)
+			}
+		})
+	}
+}
+
+func manyFacts(n int) []Fact {
+	var out []Fact
 	for i := range n {
-		out = append(out, rec("k", fmt.Sprint(i)))
+		out = append(out, fact("k", fmt.Sprint(i)))
 	}
 	return out
 }
 
-func bigRecords(n, size int) []Record {
-	out := manyRecords(n)
+func manyRows(n int) []Outbound {
+	var out []Outbound
+	for i := range n {
+		out = append(out, Outbound{Target: "t", Key: fmt.Sprint(i), Body: json.RawMessage("{}")})
+	}
+	return out
+}
+
+func bigFacts(n, size int) []Fact {
+	out := manyFacts(n)
 	for i := range out {
 		out[i].Attributes = map[string]any{"s": strings.Repeat("x", size)}
 	}
 	return out
 }
 
-func TestPlanWithout(t *testing.T) {
-	a, b, c := rec("k", "a"), rec("k", "b"), rec("j", "a")
-	plan := Plan{Records: []Record{a, b, c}}
+func TestPlanDrop(t *testing.T) {
+	inv, other := fact("invoice_paid", "in_1"), fact("invoice_paid", "in_2")
+	member := Update{Entity: "membership", Key: "cus_1", Set: map[string]any{"a": 1}, After: inv.ID()}
+	sub := Update{Entity: "subscription", Key: "sub_1", Set: map[string]any{"a": 1}}
+	receipt := Outbound{Target: "receipt", Key: "r1", Of: inv.ID()}
+	notice := Outbound{Target: "notice", Key: "n1", Of: member.ID()}
+	subNotice := Outbound{Target: "notice", Key: "n2", Of: sub.ID()}
+	free := Outbound{Target: "audit", Key: "a1"}
+	plan := Plan{Facts: []Fact{inv, other}, Updates: []Update{member, sub}, Outbound: []Outbound{receipt, notice, subNotice, free}}
 	tests := []struct {
-		name string
-		ids  []string
-		want []Record
+		name        string
+		ids         []string
+		want        []string
+		wantDropped []string
 	}{
-		{"nothing", nil, []Record{a, b, c}},
-		{"unknown id", []string{"k#z"}, []Record{a, b, c}},
-		{"one", []string{"k#b"}, []Record{a, c}},
-		{"kind matters", []string{"j#a"}, []Record{a, b}},
-		{"bare key does not match", []string{"a"}, []Record{a, b, c}},
-		{"all", []string{"k#a", "k#b", "j#a"}, nil},
+		{"nothing", nil, plan.IDs(), nil},
+		{"unknown id", []string{"fact#k#z"}, plan.IDs(), []string{"fact#k#z"}},
+		{"a fact and everything that belongs to it, through an update", []string{inv.ID()},
+			[]string{other.ID(), sub.ID(), subNotice.ID(), free.ID()},
+			[]string{inv.ID(), member.ID(), receipt.ID(), notice.ID()}},
+		{"a stale update and its row", []string{sub.ID()},
+			[]string{inv.ID(), other.ID(), member.ID(), receipt.ID(), notice.ID(), free.ID()},
+			[]string{sub.ID(), subNotice.ID()}},
+		{"a row alone", []string{receipt.ID()},
+			[]string{inv.ID(), other.ID(), member.ID(), sub.ID(), notice.ID(), subNotice.ID(), free.ID()},
+			[]string{receipt.ID()}},
+		{"listed twice", []string{other.ID(), other.ID()},
+			[]string{inv.ID(), member.ID(), sub.ID(), receipt.ID(), notice.ID(), subNotice.ID(), free.ID()},
+			[]string{other.ID()}},
+		{"all", plan.IDs(), []string{}, plan.IDs()},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got := plan.Without(tt.ids)
-			if !reflect.DeepEqual(got.Records, tt.want) {
-				t.Errorf("got %v, want %v", got.Records, tt.want)
+			rest, dropped := plan.Drop(tt.ids...)
+			if got := rest.IDs(); !slices.Equal(got, tt.want) {
+				t.Errorf("rest: got %v, want %v", got, tt.want)
+			}
+			if !slices.Equal(dropped, tt.wantDropped) {
+				t.Errorf("dropped: got %v, want %v", dropped, tt.wantDropped)
 			}
 		})
 	}
-	if len(plan.Records) != 3 {
-		t.Errorf("Without changed the receiver: got %d records, want 3", len(plan.Records))
+	if plan.Len() != 8 {
+		t.Errorf("Drop changed the receiver: got %d parts, want 8", plan.Len())
 	}
 }
 
@@ -146,27 +265,28 @@ func TestPermanentNil(t *testing.T) {
 	}
 }
 
-func TestExistsError(t *testing.T) {
+func TestRefusedError(t *testing.T) {
 	tests := []struct {
 		name string
-		ids  []string
+		err  RefusedError
 		want string
 	}{
-		{"one", []string{"invoice_paid#in_1"}, "effects already recorded: invoice_paid#in_1"},
-		{"two", []string{"invoice_paid#in_1", "refund#re_1"}, "effects already recorded: invoice_paid#in_1, refund#re_1"},
+		{"exists", RefusedError{Exists: []string{"fact#invoice_paid#in_1"}}, "effects refused: already recorded: fact#invoice_paid#in_1"},
+		{"stale", RefusedError{Stale: []string{"entity#subscription#sub_1"}}, "effects refused: stale: entity#subscription#sub_1"},
+		{"both", RefusedError{Exists: []string{"fact#a#1", "outbox#r"}, Stale: []string{"entity#b#2"}}, "effects refused: already recorded: fact#a#1, outbox#r; stale: entity#b#2"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			var err error = fmt.Errorf("commit: %w", &ExistsError{IDs: tt.ids})
-			var ee *ExistsError
-			if !errors.As(err, &ee) {
-				t.Fatalf("errors.As(%v, *ExistsError): got false, want true", err)
+			var err error = fmt.Errorf("commit: %w", &tt.err)
+			var re *RefusedError
+			if !errors.As(err, &re) {
+				t.Fatalf("errors.As(%v, *RefusedError): got false, want true", err)
 			}
-			if got := ee.Error(); got != tt.want {
+			if got := re.Error(); got != tt.want {
 				t.Errorf("got %q, want %q", got, tt.want)
 			}
-			if !reflect.DeepEqual(ee.IDs, tt.ids) {
-				t.Errorf("IDs: got %v, want %v", ee.IDs, tt.ids)
+			if !reflect.DeepEqual(*re, tt.err) {
+				t.Errorf("got %+v, want %+v", *re, tt.err)
 			}
 			if IsPermanent(err) {
 				t.Errorf("IsPermanent(%v): got true, want false", err)

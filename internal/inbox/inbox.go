@@ -215,6 +215,15 @@ type Event struct {
 	// DeadBy is the id of the queue message whose processing made the event
 	// dead; that message, and only it, is the one copied to the DLQ.
 	DeadBy string
+	// Touched lists the IDs of the business parts (facts, entities,
+	// outbox rows) the event's commit wrote, for operators; a long list
+	// is cut short, its last entry saying how many were left out.
+	Touched []string
+	// OutboxRows are the keys of the outbox rows the commit wrote, and
+	// OutboxPending says some of them may still have to be delivered: a
+	// processed event stays with the sweep until its outbox settles.
+	OutboxRows    []string
+	OutboxPending bool
 }
 
 // Unfinished reports whether the event still has to end processed or dead.

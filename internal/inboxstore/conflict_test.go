@@ -3,6 +3,7 @@ package inboxstore_test
 import (
 	"context"
 	"errors"
+	"slices"
 	"testing"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -45,7 +46,7 @@ func cancelledBy(codes ...string) error {
 // receive; validation errors are permanent and not retried.
 func TestCompleteRetriesConflicts(t *testing.T) {
 	ev := newEvent("evt_conflict", []byte(`{}`))
-	plan := effects.Plan{Records: []effects.Record{{Kind: "k", Key: "1"}}}
+	plan := effects.Plan{Facts: []effects.Fact{{Kind: "k", Key: "1"}}}
 	tests := []struct {
 		name      string
 		errs      []error
@@ -84,6 +85,50 @@ func TestCompleteRetriesConflicts(t *testing.T) {
 				t.Errorf("got %v, want success", err)
 			case tt.want != nil && !errors.Is(err, tt.want):
 				t.Errorf("got %v, want %v", err, tt.want)
+			}
+		})
+	}
+}
+
+// TestCompleteDecodesReasons: each cancellation reason is read against the
+// item it belongs to — facts, then updates, then rows, then the event —
+// and the event's own refusal decides over its parts'.
+func TestCompleteDecodesReasons(t *testing.T) {
+	ev := newEvent("evt_reasons", []byte(`{}`))
+	f := effects.Fact{Kind: "invoice_paid", Key: "in_1"}
+	u := effects.Update{Entity: "membership", Key: "cus_1", Set: map[string]any{"a": 1}}
+	o := effects.Outbound{Target: "receipt", Key: "r1", Body: []byte(`{}`)}
+	plan := effects.Plan{Facts: []effects.Fact{f}, Updates: []effects.Update{u}, Outbound: []effects.Outbound{o}}
+	tests := []struct {
+		name       string
+		codes      []string
+		wantExists []string
+		wantStale  []string
+		want       error
+	}{
+		{"fact exists", []string{"ConditionalCheckFailed", "None", "None", "None"}, []string{f.ID()}, nil, nil},
+		{"update stale", []string{"None", "ConditionalCheckFailed", "None", "None"}, nil, []string{u.ID()}, nil},
+		{"row exists", []string{"None", "None", "ConditionalCheckFailed", "None"}, []string{o.ID()}, nil, nil},
+		{"all three", []string{"ConditionalCheckFailed", "ConditionalCheckFailed", "ConditionalCheckFailed", "None"}, []string{f.ID(), o.ID()}, []string{u.ID()}, nil},
+		{"the event not ours, whatever its parts", []string{"ConditionalCheckFailed", "ConditionalCheckFailed", "None", "ConditionalCheckFailed"}, nil, nil, inbox.ErrLeaseLost},
+		{"an invalid part", []string{"None", "ValidationError", "None", "None"}, nil, nil, inbox.ErrInvalid},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := inboxstore.New(&transactAPI{errs: []error{cancelledBy(tt.codes...)}}, "inbox", retention)
+			err := s.Complete(context.Background(), ev, "worker-a", plan, inbox.OutcomeApplied, t0)
+			if tt.want != nil {
+				if !errors.Is(err, tt.want) {
+					t.Errorf("got %v, want %v", err, tt.want)
+				}
+				return
+			}
+			var r *effects.RefusedError
+			if !errors.As(err, &r) {
+				t.Fatalf("got %v, want *effects.RefusedError", err)
+			}
+			if !slices.Equal(r.Exists, tt.wantExists) || !slices.Equal(r.Stale, tt.wantStale) {
+				t.Errorf("got exists %v stale %v, want %v %v", r.Exists, r.Stale, tt.wantExists, tt.wantStale)
 			}
 		})
 	}

@@ -1,7 +1,8 @@
-// Package inboxstore keeps inbox events and effect records in one DynamoDB
-// table. Every decision is one conditional write; the SDK's condition and
-// transaction failures are translated here, once, into the inbox and effects
-// packages' errors.
+// Package inboxstore keeps inbox events, the business parts their commits
+// write (facts, entities, outbox rows) and nothing else, in one DynamoDB
+// table. Every decision is one conditional write or transaction; the SDK's
+// condition and transaction failures are translated here, once, into the
+// inbox, effects and outbox packages' errors.
 package inboxstore
 
 import (
@@ -9,7 +10,6 @@ import (
 	"errors"
 	"fmt"
 	"hash/fnv"
-	"math/rand/v2"
 	"strconv"
 	"strings"
 	"time"
@@ -20,7 +20,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/webhook-inbox/webhook-inbox/internal/awserr"
-	"github.com/webhook-inbox/webhook-inbox/internal/effects"
 	"github.com/webhook-inbox/webhook-inbox/internal/inbox"
 )
 
@@ -35,10 +34,10 @@ type API interface {
 
 var _ API = (*dynamodb.Client)(nil)
 
-// Key prefixes keep events and effect records apart in the one table.
+// Events are stored under this prefix; parts under their IDs, whose
+// prefixes the effects package gives.
 const (
-	eventPrefix  = "event#"
-	effectPrefix = "effect#"
+	eventPrefix = "event#"
 )
 
 // The unfinished-events index: a sparse global secondary index holding
@@ -128,10 +127,15 @@ type item struct {
 	LeaseUntil  int64             `dynamodbav:"lease_until,omitempty"`
 	// SweepShard and ReceivedMs are the unfinished index's keys: the shard
 	// is present only while the event is unfinished.
-	SweepShard string `dynamodbav:"sweep_shard,omitempty"`
-	ReceivedMs int64  `dynamodbav:"received_ms,omitempty"`
-	DueMs      int64  `dynamodbav:"due_ms,omitempty"`
-	DeadBy     string `dynamodbav:"dead_by,omitempty"`
+	SweepShard string   `dynamodbav:"sweep_shard,omitempty"`
+	ReceivedMs int64    `dynamodbav:"received_ms,omitempty"`
+	DueMs      int64    `dynamodbav:"due_ms,omitempty"`
+	DeadBy     string   `dynamodbav:"dead_by,omitempty"`
+	Touched    []string `dynamodbav:"touched,omitempty"`
+	OutboxRows []string `dynamodbav:"outbox_rows,omitempty"`
+	// Outbox is "pending" while some of OutboxRows may be undelivered,
+	// "settled" after.
+	Outbox string `dynamodbav:"outbox,omitempty"`
 }
 
 func pk(k inbox.Key) string { return eventPrefix + k.String() }
@@ -142,6 +146,32 @@ func shard(k inbox.Key) string {
 	h.Write([]byte(k.String()))
 	return strconv.Itoa(int(h.Sum32() % SweepShards))
 }
+
+// outboxShard is the index partition of a processed event whose outbox is
+// not settled: apart from the unfinished events' (Oldest reads only
+// those), with the sweep reading both.
+func outboxShard(k inbox.Key) string { return "o" + shard(k) }
+
+// shards lists the index partitions of unfinished events, then those of
+// processed events with an unsettled outbox.
+func shards(outbox bool) []string {
+	out := make([]string, 0, 2*SweepShards)
+	for sh := range SweepShards {
+		out = append(out, strconv.Itoa(sh))
+	}
+	if outbox {
+		for sh := range SweepShards {
+			out = append(out, "o"+strconv.Itoa(sh))
+		}
+	}
+	return out
+}
+
+// The event's outbox attribute.
+const (
+	outboxPending = "pending"
+	outboxSettled = "settled"
+)
 
 func ts(t time.Time) string {
 	if t.IsZero() {
@@ -162,9 +192,18 @@ func toItem(e inbox.Event) item {
 		Status: string(e.Status), Outcome: string(e.Outcome), Attempts: e.Attempts, Revived: e.RevivedAttempts,
 		LastError: e.LastError, ReceivedAt: ts(e.ReceivedAt), UpdatedAt: ts(e.UpdatedAt),
 		ProcessedAt: ts(e.ProcessedAt), LeaseOwner: e.LeaseOwner, DeadBy: e.DeadBy,
+		Touched: e.Touched, OutboxRows: e.OutboxRows,
 	}
-	if e.Unfinished() {
+	switch {
+	case e.Unfinished():
 		it.SweepShard = shard(e.Key)
+	case e.OutboxPending:
+		it.SweepShard = outboxShard(e.Key)
+	}
+	if e.OutboxPending {
+		it.Outbox = outboxPending
+	} else if len(e.OutboxRows) > 0 {
+		it.Outbox = outboxSettled
 	}
 	if !e.ReceivedAt.IsZero() {
 		it.ReceivedMs = e.ReceivedAt.UnixMilli()
@@ -188,6 +227,7 @@ func (it item) event() inbox.Event {
 		Attributes: it.Attributes, Status: inbox.Status(it.Status), Outcome: inbox.Outcome(it.Outcome), Attempts: it.Attempts, RevivedAttempts: it.Revived,
 		LastError: it.LastError, ReceivedAt: parseTS(it.ReceivedAt), UpdatedAt: parseTS(it.UpdatedAt),
 		ProcessedAt: parseTS(it.ProcessedAt), LeaseOwner: it.LeaseOwner, DeadBy: it.DeadBy,
+		Touched: it.Touched, OutboxRows: it.OutboxRows, OutboxPending: it.Outbox == outboxPending,
 	}
 	if it.DueMs != 0 {
 		e.DueAt = time.UnixMilli(it.DueMs)
@@ -351,133 +391,6 @@ func (s *Store) Claim(ctx context.Context, k inbox.Key, owner string, now, lease
 	return decode(out.Attributes)
 }
 
-// Commit conflicts are retried inside Complete this many times, after a
-// short jittered pause, before they cost the message a receive.
-const (
-	conflictRetries = 3
-	conflictPause   = 25 * time.Millisecond
-)
-
-// Complete commits a claimed event in one transaction: every effect record
-// of plan is written only if it does not exist yet, and the event becomes
-// processed with outcome — only while owner still holds the lease (the
-// owner token is the commit's fence: a worker whose lease was taken over
-// cannot commit, whatever its clock says). The event leaves the unfinished
-// index and expires after the store's retention.
-//
-// If some records exist already, nothing is written and an
-// *effects.ExistsError names them. If the event is processed already (an
-// earlier commit of this worker whose answer was lost) the error wraps
-// inbox.ErrAlreadyProcessed; if the lease was lost, inbox.ErrLeaseLost. A
-// transaction DynamoDB refuses as invalid wraps inbox.ErrInvalid;
-// conflicts with concurrent transactions are retried a few times and then
-// wrap inbox.ErrUnavailable like any outage.
-func (s *Store) Complete(ctx context.Context, ev inbox.Event, owner string, plan effects.Plan, outcome inbox.Outcome, now time.Time) error {
-	items := make([]types.TransactWriteItem, 0, len(plan.Records)+1)
-	for _, r := range plan.Records {
-		av, err := attributevalue.MarshalMap(r.Attributes)
-		if err != nil {
-			return fmt.Errorf("complete %s: effect %s: %w", ev.Key, r.ID(), err)
-		}
-		if av == nil {
-			av = map[string]types.AttributeValue{}
-		}
-		av["pk"] = str(effectPrefix + r.ID())
-		av["effect_kind"] = str(r.Kind)
-		av["effect_key"] = str(r.Key)
-		av["event_key"] = str(ev.Key.String())
-		av["recorded_at"] = str(ts(now))
-		items = append(items, types.TransactWriteItem{Put: &types.Put{
-			TableName:                           &s.table,
-			Item:                                av,
-			ConditionExpression:                 aws.String("attribute_not_exists(pk)"),
-			ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureNone,
-		}})
-	}
-	items = append(items, types.TransactWriteItem{Update: &types.Update{
-		TableName:                &s.table,
-		Key:                      map[string]types.AttributeValue{"pk": str(pk(ev.Key))},
-		UpdateExpression:         aws.String("SET #status = :processed, outcome = :outcome, processed_at = :now, updated_at = :now, expires_at = :expires REMOVE lease_owner, lease_until, sweep_shard, due_ms"),
-		ConditionExpression:      aws.String("#status = :processing AND lease_owner = :owner"),
-		ExpressionAttributeNames: map[string]string{"#status": "status"},
-		ExpressionAttributeValues: map[string]types.AttributeValue{
-			":processed":  str(string(inbox.StatusProcessed)),
-			":processing": str(string(inbox.StatusProcessing)),
-			":outcome":    str(string(outcome)),
-			":owner":      str(owner),
-			":now":        str(ts(now)),
-			":expires":    num(now.Add(s.retention).Unix()),
-		},
-		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
-	}})
-	for try := 0; ; try++ {
-		_, err := s.api.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: items})
-		if err == nil {
-			return nil
-		}
-		err = cancelled(ev.Key, plan, err)
-		if !errors.Is(err, errConflict) || try == conflictRetries {
-			return err
-		}
-		pause := conflictPause << try
-		if serr := s.sleep(ctx, pause/2+rand.N(pause/2+1)); serr != nil {
-			// Cut short by the caller's context: say so, so a deadline
-			// cut-off is told apart from a failure.
-			return errors.Join(err, serr)
-		}
-	}
-}
-
-// errConflict marks a transaction cancelled by a concurrent one on the same
-// items: worth an immediate retry.
-var errConflict = errors.New("transaction conflict")
-
-// cancelled classifies a failed transaction. Its cancellation reasons come
-// in the order of the transaction's items: the plan's records, then the
-// event.
-func cancelled(k inbox.Key, plan effects.Plan, err error) error {
-	op := "complete " + k.String()
-	var tce *types.TransactionCanceledException
-	if !errors.As(err, &tce) {
-		var conflict *types.TransactionConflictException
-		if errors.As(err, &conflict) {
-			return fmt.Errorf("%s: %w: %w: %w", op, inbox.ErrUnavailable, errConflict, err)
-		}
-		return awserr.Wrap(op, err)
-	}
-	reasons := tce.CancellationReasons
-	n := len(plan.Records)
-	codes := make(map[string]bool, len(reasons))
-	for _, r := range reasons {
-		codes[aws.ToString(r.Code)] = true
-	}
-	switch {
-	case codes["ValidationError"]:
-		return fmt.Errorf("%s: %w: %w", op, inbox.ErrInvalid, tce)
-	case len(reasons) == n+1 && aws.ToString(reasons[n].Code) == "ConditionalCheckFailed":
-		if old := reasons[n].Item; old != nil {
-			if ev, derr := decode(old); derr == nil && ev.Status == inbox.StatusProcessed {
-				return fmt.Errorf("%s: %w", op, inbox.ErrAlreadyProcessed)
-			}
-		}
-		return fmt.Errorf("%s: %w", op, inbox.ErrLeaseLost)
-	}
-	var exists []string
-	for i := 0; i < n && i < len(reasons); i++ {
-		if aws.ToString(reasons[i].Code) == "ConditionalCheckFailed" {
-			exists = append(exists, plan.Records[i].ID())
-		}
-	}
-	if len(exists) > 0 {
-		return fmt.Errorf("%s: %w", op, &effects.ExistsError{IDs: exists})
-	}
-	if codes["TransactionConflict"] {
-		return fmt.Errorf("%s: %w: %w: %w", op, inbox.ErrUnavailable, errConflict, tce)
-	}
-	// Throttling, a transient internal error: retry later.
-	return fmt.Errorf("%s: %w: %w", op, inbox.ErrUnavailable, tce)
-}
-
 // maxCause bounds the error text kept on an event.
 const maxCause = 1024
 
@@ -604,7 +517,10 @@ type Pending struct {
 // within each shard, reading only the unfinished index.
 func (s *Store) Overdue(ctx context.Context, cutoff time.Time, limit int) ([]Pending, error) {
 	var out []Pending
-	for sh := 0; sh < SweepShards && len(out) < limit; sh++ {
+	for _, sh := range shards(true) {
+		if len(out) >= limit {
+			break
+		}
 		var start map[string]types.AttributeValue
 		for len(out) < limit {
 			page, err := s.api.Query(ctx, &dynamodb.QueryInput{
@@ -613,7 +529,7 @@ func (s *Store) Overdue(ctx context.Context, cutoff time.Time, limit int) ([]Pen
 				KeyConditionExpression: aws.String("sweep_shard = :shard AND received_ms < :cutoff"),
 				FilterExpression:       aws.String("due_ms < :cutoff"),
 				ExpressionAttributeValues: map[string]types.AttributeValue{
-					":shard":  str(strconv.Itoa(sh)),
+					":shard":  str(sh),
 					":cutoff": num(cutoff.UnixMilli()),
 				},
 				ExclusiveStartKey: start,
@@ -645,12 +561,12 @@ func (s *Store) Overdue(ctx context.Context, cutoff time.Time, limit int) ([]Pen
 func (s *Store) Oldest(ctx context.Context) (Pending, bool, error) {
 	var oldest Pending
 	found := false
-	for sh := 0; sh < SweepShards; sh++ {
+	for _, sh := range shards(false) {
 		page, err := s.api.Query(ctx, &dynamodb.QueryInput{
 			TableName:                 &s.table,
 			IndexName:                 aws.String(UnfinishedIndex),
 			KeyConditionExpression:    aws.String("sweep_shard = :shard"),
-			ExpressionAttributeValues: map[string]types.AttributeValue{":shard": str(strconv.Itoa(sh))},
+			ExpressionAttributeValues: map[string]types.AttributeValue{":shard": str(sh)},
 			ScanIndexForward:          aws.Bool(true),
 			Limit:                     aws.Int32(1),
 		})
@@ -708,39 +624,6 @@ func (s *Store) Reschedule(ctx context.Context, k inbox.Key, was, due time.Time)
 		return false, awserr.Wrap("reschedule "+k.String(), err)
 	}
 	return true, nil
-}
-
-// Effect returns the attributes of a stored effect record, or
-// inbox.ErrNotFound. Numbers come back as int64 when they are integers,
-// float64 otherwise.
-func (s *Store) Effect(ctx context.Context, kind, key string) (map[string]any, error) {
-	id := effects.Record{Kind: kind, Key: key}.ID()
-	out, err := s.api.GetItem(ctx, &dynamodb.GetItemInput{
-		TableName:      &s.table,
-		Key:            map[string]types.AttributeValue{"pk": str(effectPrefix + id)},
-		ConsistentRead: aws.Bool(true),
-	})
-	if err != nil {
-		return nil, awserr.Wrap("get effect "+id, err)
-	}
-	if out.Item == nil {
-		return nil, fmt.Errorf("effect %s: %w", id, inbox.ErrNotFound)
-	}
-	var m map[string]any
-	err = attributevalue.UnmarshalMapWithOptions(out.Item, &m, func(o *attributevalue.DecoderOptions) { o.UseNumber = true })
-	if err != nil {
-		return nil, fmt.Errorf("effect %s: %w", id, err)
-	}
-	for k, v := range m {
-		if n, ok := v.(attributevalue.Number); ok {
-			if i, err := n.Int64(); err == nil {
-				m[k] = i
-			} else if f, err := n.Float64(); err == nil {
-				m[k] = f
-			}
-		}
-	}
-	return m, nil
 }
 
 func str(s string) types.AttributeValue { return &types.AttributeValueMemberS{Value: s} }

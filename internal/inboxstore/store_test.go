@@ -157,9 +157,9 @@ func mustClaimed(tb testing.TB, s *inboxstore.Store, id, owner string) inbox.Eve
 	return mustClaim(tb, s, e.Key, owner, t0, t0.Add(30*time.Second))
 }
 
-func assertEffectAbsent(tb testing.TB, s *inboxstore.Store, r effects.Record) {
+func assertEffectAbsent(tb testing.TB, s *inboxstore.Store, r effects.Fact) {
 	tb.Helper()
-	got, err := s.Effect(context.Background(), r.Kind, r.Key)
+	got, err := s.Fact(context.Background(), r.Kind, r.Key)
 	if !errors.Is(err, inbox.ErrNotFound) {
 		tb.Errorf("effect %s: got %v, %v; want inbox.ErrNotFound", r.ID(), got, err)
 	}
@@ -465,7 +465,7 @@ func TestComplete(t *testing.T) {
 
 	t.Run("writes effects and marks processed", func(t *testing.T) {
 		e := mustClaimed(t, s, "evt_complete", "worker-a")
-		plan := effects.Plan{Records: []effects.Record{
+		plan := effects.Plan{Facts: []effects.Fact{
 			{Kind: "invoice_paid", Key: "in_1", Attributes: map[string]any{"customer": "cus_1", "amount": int64(4200), "livemode": true}},
 			{Kind: "customer_seen", Key: "cus_1"},
 		}}
@@ -483,11 +483,12 @@ func TestComplete(t *testing.T) {
 		want.LeaseUntil = time.Time{}
 		want.DueAt = time.Time{}
 		want.ExpiresAt = time.Unix(done.Add(retention).Unix(), 0)
+		want.Touched = plan.IDs()
 		if !reflect.DeepEqual(utc(got), utc(want)) {
 			t.Errorf("event: got %+v, want %+v", utc(got), utc(want))
 		}
 
-		eff, err := s.Effect(ctx, "invoice_paid", "in_1")
+		eff, err := s.Fact(ctx, "invoice_paid", "in_1")
 		if err != nil {
 			t.Fatalf("effect: %v", err)
 		}
@@ -508,19 +509,19 @@ func TestComplete(t *testing.T) {
 		// What the store adds to a record is what effects.Validate keeps
 		// handlers from setting.
 		for name := range eff {
-			if _, fromPlan := plan.Records[0].Attributes[name]; !fromPlan && !effects.Reserved[name] {
-				t.Errorf("the store writes %q on a record, which effects.Reserved does not name", name)
+			if _, fromPlan := plan.Facts[0].Attributes[name]; !fromPlan && !effects.ReservedFact[name] {
+				t.Errorf("the store writes %q on a record, which effects.ReservedFact does not name", name)
 			}
 		}
-		if _, err := s.Effect(ctx, "customer_seen", "cus_1"); err != nil {
+		if _, err := s.Fact(ctx, "customer_seen", "cus_1"); err != nil {
 			t.Errorf("second effect: %v", err)
 		}
 	})
 
 	t.Run("non-owner writes nothing", func(t *testing.T) {
 		e := mustClaimed(t, s, "evt_not_owner", "worker-a")
-		rec := effects.Record{Kind: "invoice_paid", Key: "in_not_owner"}
-		err := s.Complete(ctx, e, "worker-b", effects.Plan{Records: []effects.Record{rec}}, inbox.OutcomeApplied, done)
+		rec := effects.Fact{Kind: "invoice_paid", Key: "in_not_owner"}
+		err := s.Complete(ctx, e, "worker-b", effects.Plan{Facts: []effects.Fact{rec}}, inbox.OutcomeApplied, done)
 		if !errors.Is(err, inbox.ErrLeaseLost) {
 			t.Fatalf("got %v, want inbox.ErrLeaseLost", err)
 		}
@@ -535,8 +536,8 @@ func TestComplete(t *testing.T) {
 		e := mustClaimed(t, s, "evt_taken_over", "worker-a")
 		later := e.LeaseUntil.Add(time.Second)
 		mustClaim(t, s, e.Key, "worker-b", later, later.Add(30*time.Second))
-		rec := effects.Record{Kind: "invoice_paid", Key: "in_taken_over"}
-		err := s.Complete(ctx, e, "worker-a", effects.Plan{Records: []effects.Record{rec}}, inbox.OutcomeApplied, later)
+		rec := effects.Fact{Kind: "invoice_paid", Key: "in_taken_over"}
+		err := s.Complete(ctx, e, "worker-a", effects.Plan{Facts: []effects.Fact{rec}}, inbox.OutcomeApplied, later)
 		if !errors.Is(err, inbox.ErrLeaseLost) {
 			t.Fatalf("got %v, want inbox.ErrLeaseLost", err)
 		}
@@ -545,48 +546,49 @@ func TestComplete(t *testing.T) {
 
 	t.Run("existing record", func(t *testing.T) {
 		first := mustClaimed(t, s, "evt_first", "worker-a")
-		shared := effects.Record{Kind: "invoice_paid", Key: "in_shared", Attributes: map[string]any{"by": "first"}}
-		if err := s.Complete(ctx, first, "worker-a", effects.Plan{Records: []effects.Record{shared}}, inbox.OutcomeApplied, done); err != nil {
+		shared := effects.Fact{Kind: "invoice_paid", Key: "in_shared", Attributes: map[string]any{"by": "first"}}
+		if err := s.Complete(ctx, first, "worker-a", effects.Plan{Facts: []effects.Fact{shared}}, inbox.OutcomeApplied, done); err != nil {
 			t.Fatalf("complete first: %v", err)
 		}
 
 		second := mustClaimed(t, s, "evt_second", "worker-b")
 		again := shared
 		again.Attributes = map[string]any{"by": "second"}
-		plan := effects.Plan{Records: []effects.Record{
+		plan := effects.Plan{Facts: []effects.Fact{
 			{Kind: "invoice_paid", Key: "in_before"},
 			again,
 			{Kind: "invoice_paid", Key: "in_after"},
 		}}
 		err := s.Complete(ctx, second, "worker-b", plan, inbox.OutcomeApplied, done)
-		var exists *effects.ExistsError
-		if !errors.As(err, &exists) {
-			t.Fatalf("got %v, want *effects.ExistsError", err)
+		var refused *effects.RefusedError
+		if !errors.As(err, &refused) {
+			t.Fatalf("got %v, want *effects.RefusedError", err)
 		}
-		if want := []string{shared.ID()}; !slices.Equal(exists.IDs, want) {
-			t.Errorf("existing IDs: got %q, want %q", exists.IDs, want)
+		if want := []string{shared.ID()}; !slices.Equal(refused.Exists, want) || len(refused.Stale) != 0 {
+			t.Errorf("refused: got %+v, want exists %q", refused, want)
 		}
-		assertEffectAbsent(t, s, plan.Records[0])
-		assertEffectAbsent(t, s, plan.Records[2])
+		assertEffectAbsent(t, s, plan.Facts[0])
+		assertEffectAbsent(t, s, plan.Facts[2])
 		if got := mustGet(t, s, second.Key, done); got.Status != inbox.StatusProcessing || got.LeaseOwner != "worker-b" {
 			t.Errorf("second event: got status %s owner %q, want processing worker-b", got.Status, got.LeaseOwner)
 		}
 
-		if err := s.Complete(ctx, second, "worker-b", plan.Without(exists.IDs), inbox.OutcomeApplied, done); err != nil {
+		rest, _ := plan.Drop(refused.Exists...)
+		if err := s.Complete(ctx, second, "worker-b", rest, inbox.OutcomeApplied, done); err != nil {
 			t.Fatalf("complete without existing: %v", err)
 		}
 		if got := mustGet(t, s, second.Key, done).Status; got != inbox.StatusProcessed {
 			t.Errorf("second event status: got %s, want processed", got)
 		}
 		for _, tc := range []struct {
-			rec   effects.Record
+			rec   effects.Fact
 			event inbox.Key
 		}{
-			{plan.Records[0], second.Key},
+			{plan.Facts[0], second.Key},
 			{shared, first.Key},
-			{plan.Records[2], second.Key},
+			{plan.Facts[2], second.Key},
 		} {
-			eff, err := s.Effect(ctx, tc.rec.Kind, tc.rec.Key)
+			eff, err := s.Fact(ctx, tc.rec.Kind, tc.rec.Key)
 			if err != nil {
 				t.Errorf("effect %s: %v", tc.rec.ID(), err)
 				continue
@@ -595,13 +597,13 @@ func TestComplete(t *testing.T) {
 				t.Errorf("effect %s event_key: got %v, want %s", tc.rec.ID(), got, tc.event)
 			}
 		}
-		if eff, err := s.Effect(ctx, shared.Kind, shared.Key); err == nil && eff["by"] != "first" {
+		if eff, err := s.Fact(ctx, shared.Kind, shared.Key); err == nil && eff["by"] != "first" {
 			t.Errorf("shared effect overwritten: got by=%v, want first", eff["by"])
 		}
 	})
 
 	t.Run("missing effect", func(t *testing.T) {
-		assertEffectAbsent(t, s, effects.Record{Kind: "invoice_paid", Key: "in_never"})
+		assertEffectAbsent(t, s, effects.Fact{Kind: "invoice_paid", Key: "in_never"})
 	})
 }
 
@@ -875,7 +877,7 @@ func TestInvalid(t *testing.T) {
 		t.Errorf("item over 400 KB: got %v, want inbox.ErrInvalid", err)
 	}
 	e := mustClaimed(t, s, "evt_big_effect", "worker-a")
-	plan := effects.Plan{Records: []effects.Record{{Kind: "k", Key: "x", Attributes: map[string]any{"blob": strings.Repeat("y", 410*1024)}}}}
+	plan := effects.Plan{Facts: []effects.Fact{{Kind: "k", Key: "x", Attributes: map[string]any{"blob": strings.Repeat("y", 410*1024)}}}}
 	err = s.Complete(ctx, e, "worker-a", plan, inbox.OutcomeApplied, t0)
 	if !errors.Is(err, inbox.ErrInvalid) || errors.Is(err, inbox.ErrUnavailable) {
 		t.Errorf("effect over 400 KB: got %v, want inbox.ErrInvalid", err)
@@ -885,7 +887,7 @@ func TestInvalid(t *testing.T) {
 func TestUnavailable(t *testing.T) {
 	s := unreachableStore(t)
 	e := newEvent("evt_offline", []byte(`{}`))
-	plan := effects.Plan{Records: []effects.Record{{Kind: "invoice_paid", Key: "in_offline"}}}
+	plan := effects.Plan{Facts: []effects.Fact{{Kind: "invoice_paid", Key: "in_offline"}}}
 	tests := []struct {
 		name string
 		call func(ctx context.Context) error
@@ -907,7 +909,7 @@ func TestUnavailable(t *testing.T) {
 		{"overdue", func(ctx context.Context) error { _, err := s.Overdue(ctx, t0, 10); return err }},
 		{"oldest", func(ctx context.Context) error { _, _, err := s.Oldest(ctx); return err }},
 		{"reschedule", func(ctx context.Context) error { _, err := s.Reschedule(ctx, e.Key, t0, t0); return err }},
-		{"effect", func(ctx context.Context) error { _, err := s.Effect(ctx, "invoice_paid", "in_offline"); return err }},
+		{"effect", func(ctx context.Context) error { _, err := s.Fact(ctx, "invoice_paid", "in_offline"); return err }},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

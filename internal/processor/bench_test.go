@@ -62,8 +62,9 @@ func benchBatch(b *testing.B, n, concurrency int) {
 	mustTable(b, plain)
 	setup := inboxstore.New(plain, "inbox", time.Hour)
 	logs := &bytes.Buffer{}
+	store := inboxstore.New(db, "inbox", time.Hour)
 	p, err := processor.New(processor.Config{
-		Store: inboxstore.New(db, "inbox", time.Hour), DeadLetters: nopDLQ{}, Visibility: nopVisibility{},
+		Store: store, Outbox: mustOutbox(b, store, time.Now), DeadLetters: nopDLQ{}, Visibility: nopVisibility{},
 		Routes: examples.Routes(), MaxReceiveCount: 10, Concurrency: concurrency,
 		Logger: slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelWarn})),
 	})

@@ -46,6 +46,7 @@ import (
 	"github.com/webhook-inbox/webhook-inbox/internal/effects"
 	"github.com/webhook-inbox/webhook-inbox/internal/inbox"
 	"github.com/webhook-inbox/webhook-inbox/internal/obs"
+	"github.com/webhook-inbox/webhook-inbox/internal/outbox"
 )
 
 // Store is the inbox as the processor needs it; see inboxstore.Store for
@@ -55,6 +56,12 @@ type Store interface {
 	Complete(ctx context.Context, ev inbox.Event, owner string, plan effects.Plan, outcome inbox.Outcome, now time.Time) error
 	Fail(ctx context.Context, k inbox.Key, f inbox.Failure, now time.Time) (inbox.Event, error)
 	Get(ctx context.Context, k inbox.Key, now time.Time) (inbox.Event, error)
+}
+
+// Outbox delivers the outbox rows an event's commit wrote; see
+// outbox.Deliverer.
+type Outbox interface {
+	Deliver(work, book context.Context, ev inbox.Key, rows []string, owner string) (outbox.Settlement, error)
 }
 
 // DeadLetters receives the messages of events that died, so operators find
@@ -90,6 +97,7 @@ const (
 // Config holds a Processor's collaborators.
 type Config struct {
 	Store       Store
+	Outbox      Outbox
 	DeadLetters DeadLetters
 	Visibility  Visibility
 	Routes      Routes
@@ -126,10 +134,10 @@ type Processor struct {
 	cfg Config
 }
 
-// New returns a processor; Store, DeadLetters, Visibility, Routes and
-// Logger are required.
+// New returns a processor; Store, Outbox, DeadLetters, Visibility, Routes
+// and Logger are required.
 func New(cfg Config) (*Processor, error) {
-	if cfg.Store == nil || cfg.DeadLetters == nil || cfg.Visibility == nil || cfg.Routes == nil || cfg.Logger == nil {
+	if cfg.Store == nil || cfg.Outbox == nil || cfg.DeadLetters == nil || cfg.Visibility == nil || cfg.Routes == nil || cfg.Logger == nil {
 		return nil, errors.New("processor: incomplete config")
 	}
 	if cfg.MaxReceiveCount < 1 {
@@ -237,6 +245,9 @@ type recordResult struct {
 	// again (after the delay the record set), or moves it to the DLQ.
 	retry bool
 	err   error
+	// outbox is what delivery left of the event's outbox rows, if it has
+	// any: "settled" or "pending".
+	outbox string
 }
 
 type finished struct {
@@ -334,6 +345,9 @@ collect:
 		if !starts[i].IsZero() {
 			attrs = append(attrs, "duration_ms", float64(p.cfg.Now().Sub(starts[i]).Microseconds())/1000)
 		}
+		if res.outbox != "" {
+			attrs = append(attrs, "outbox", res.outbox)
+		}
 		if res.err != nil {
 			attrs = append(attrs, "error", res.err.Error())
 		}
@@ -411,6 +425,12 @@ func (p *Processor) record(work, book context.Context, inv invocation, j *job) r
 	now := p.cfg.Now()
 	ev, err := p.cfg.Store.Claim(work, k, owner, now, inv.leaseUntil(now))
 	res := recordResult{key: k, eventType: ev.Type}
+	if errors.Is(err, inbox.ErrAlreadyProcessed) && ev.OutboxPending {
+		// Processed, its outbox not delivered yet (a worker stopped after
+		// the commit, or a receiver was down): deliver it now.
+		res.outcome = logAlreadyProcessed
+		return p.deliver(work, book, j, k, ev.OutboxRows, res)
+	}
 	if r, ok := p.notOurs(book, rec, ev, err, res, err); ok {
 		return r
 	}
@@ -430,12 +450,24 @@ func (p *Processor) record(work, book context.Context, inv invocation, j *job) r
 	if err != nil {
 		return p.failed(work, book, j, k, res, err)
 	}
-	outcome, err = p.commit(work, ev, owner, plan, outcome)
+	outcome, plan, err = p.commit(work, ev, owner, plan, outcome)
 	switch {
 	case err == nil:
 		res.outcome = string(outcome)
+		if len(plan.Outbound) > 0 {
+			rows := make([]string, len(plan.Outbound))
+			for i, o := range plan.Outbound {
+				rows[i] = o.Key
+			}
+			return p.deliver(work, book, j, k, rows, res)
+		}
 	case errors.Is(err, inbox.ErrAlreadyProcessed):
+		// Committed by this worker (its answer lost) or by another that
+		// took the event over: the stored event says which rows it has.
 		res.outcome = logAlreadyProcessed
+		if stored, gerr := p.cfg.Store.Get(book, k, p.cfg.Now()); gerr == nil && stored.OutboxPending {
+			return p.deliver(work, book, j, k, stored.OutboxRows, res)
+		}
 	case errors.Is(err, inbox.ErrLeaseLost):
 		// Another worker took the event over and answers for it now.
 		res.outcome, res.err = logLeaseLost, err
@@ -468,29 +500,63 @@ func (p *Processor) plan(ctx context.Context, ev inbox.Event) (plan effects.Plan
 	if err := plan.Validate(); err != nil {
 		return effects.Plan{}, "", effects.Permanent(fmt.Errorf("invalid plan: %w", err))
 	}
-	if len(plan.Records) == 0 {
+	if plan.Len() == 0 {
 		return plan, inbox.OutcomeIgnored, nil
 	}
 	return plan, inbox.OutcomeApplied, nil
 }
 
-// commit writes the plan and marks the event processed. Records another
-// event already wrote are dropped and the commit retried with the rest:
-// the outcome is applied when at least one record was new, else
-// duplicate_effect.
-func (p *Processor) commit(ctx context.Context, ev inbox.Event, owner string, plan effects.Plan, outcome inbox.Outcome) (inbox.Outcome, error) {
-	for range len(plan.Records) + 1 {
+// commit writes the plan and marks the event processed. Parts the store
+// refuses — facts and rows written already, stale updates — are dropped
+// with the parts that belong to them, and the commit retried with the
+// rest: the outcome is applied when some part is left, else stale when an
+// update was refused, else duplicate_effect.
+func (p *Processor) commit(ctx context.Context, ev inbox.Event, owner string, plan effects.Plan, outcome inbox.Outcome) (inbox.Outcome, effects.Plan, error) {
+	stale := false
+	for range plan.Len() + 1 {
 		err := p.cfg.Store.Complete(ctx, ev, owner, plan, outcome, p.cfg.Now())
-		var exists *effects.ExistsError
-		if !errors.As(err, &exists) {
-			return outcome, err
+		var refused *effects.RefusedError
+		if !errors.As(err, &refused) {
+			return outcome, plan, err
 		}
-		plan = plan.Without(exists.IDs)
-		if len(plan.Records) == 0 {
+		stale = stale || len(refused.Stale) > 0
+		plan, _ = plan.Drop(append(refused.Exists, refused.Stale...)...)
+		if plan.Len() == 0 {
 			outcome = inbox.OutcomeDuplicateEffect
+			if stale {
+				outcome = inbox.OutcomeStale
+			}
 		}
 	}
-	return outcome, errors.New("commit: effect conflicts did not settle")
+	return outcome, plan, errors.New("commit: refused parts did not settle")
+}
+
+// deliver sends the event's outbox rows after its commit. An outbox that
+// does not settle (a receiver down, a row held by another worker, no time
+// left) brings the record back when its earliest row is due; on the last
+// receive the record is acknowledged, and the event, still in the sweep's
+// index, is brought back by the sweep. It never makes anything dead: the
+// event is processed.
+func (p *Processor) deliver(work, book context.Context, j *job, k inbox.Key, rows []string, res recordResult) recordResult {
+	st, err := p.cfg.Outbox.Deliver(work, book, k, rows, j.owner)
+	if err != nil {
+		res.err = fmt.Errorf("outbox: %w", err)
+	}
+	if st.Settled {
+		res.outbox = "settled"
+		return res
+	}
+	res.outbox = "pending"
+	if res.err == nil {
+		res.err = errors.New("outbox not settled")
+	}
+	if p.last(j.rec) {
+		return res
+	}
+	res.retry = true
+	wait := st.Due.Sub(p.cfg.Now()) + time.Second
+	p.delay(book, j.rec, min(max(wait, time.Second), p.cfg.RetryCap), &res)
+	return res
 }
 
 // notNow handles an event that is not this record's to try now:

@@ -17,6 +17,7 @@ import (
 
 	"github.com/webhook-inbox/webhook-inbox/internal/effects"
 	"github.com/webhook-inbox/webhook-inbox/internal/inbox"
+	"github.com/webhook-inbox/webhook-inbox/internal/outbox"
 )
 
 // fakeStore is a func-field fake for the processor's logic; the real
@@ -148,13 +149,33 @@ type harness struct {
 	vis   *fakeVisibility
 	logs  *bytes.Buffer
 	p     *Processor
+	// outbox settles every event's outbox unless told otherwise.
+	outbox *fakeOutbox
+}
+
+// fakeOutbox answers Deliver with deliver, or settles.
+type fakeOutbox struct {
+	deliver func(k inbox.Key, rows []string) (outbox.Settlement, error)
+
+	mu    sync.Mutex
+	calls [][]string
+}
+
+func (f *fakeOutbox) Deliver(_, _ context.Context, k inbox.Key, rows []string, _ string) (outbox.Settlement, error) {
+	f.mu.Lock()
+	f.calls = append(f.calls, rows)
+	f.mu.Unlock()
+	if f.deliver == nil {
+		return outbox.Settlement{Settled: true}, nil
+	}
+	return f.deliver(k, rows)
 }
 
 func newHarness(tb testing.TB, store *fakeStore, h effects.Handler, opts ...func(*Config)) *harness {
 	tb.Helper()
-	hs := &harness{store: store, dlq: &fakeDLQ{}, vis: &fakeVisibility{}, logs: &bytes.Buffer{}}
+	hs := &harness{store: store, dlq: &fakeDLQ{}, vis: &fakeVisibility{}, outbox: &fakeOutbox{}, logs: &bytes.Buffer{}}
 	cfg := Config{
-		Store: store, DeadLetters: hs.dlq, Visibility: hs.vis, MaxReceiveCount: 3,
+		Store: store, Outbox: hs.outbox, DeadLetters: hs.dlq, Visibility: hs.vis, MaxReceiveCount: 3,
 		Routes: Routes{"stripe": {"invoice.paid": h}},
 		Logger: syncLogger(hs.logs),
 		Now:    func() time.Time { return testNow },
@@ -189,7 +210,7 @@ func syncLogger(b *bytes.Buffer) *slog.Logger {
 func planOf(ids ...string) effects.Plan {
 	var p effects.Plan
 	for _, id := range ids {
-		p.Records = append(p.Records, effects.Record{Kind: "k", Key: id})
+		p.Facts = append(p.Facts, effects.Fact{Kind: "k", Key: id})
 	}
 	return p
 }
@@ -245,7 +266,7 @@ func TestRecordOutcomes(t *testing.T) {
 		{name: "no handler is ignored", receives: 1,
 			claim: claimErr(inbox.Event{Key: key, Kind: "stripe", Type: "customer.created"}, nil),
 			complete: func(p effects.Plan, o inbox.Outcome) error {
-				if o != inbox.OutcomeIgnored || len(p.Records) != 0 {
+				if o != inbox.OutcomeIgnored || len(p.Facts) != 0 {
 					return fmt.Errorf("got %v %v", o, p)
 				}
 				return nil
@@ -360,8 +381,8 @@ func TestRecordOutcomes(t *testing.T) {
 			wantRetry: true, wantFails: []inbox.Status{inbox.StatusFailed}, wantDelay: backoff1, wantOutcome: "retry"},
 		{name: "effect written by another event", receives: 1, claim: claimed, handler: handlerOf(planOf("a"), nil),
 			complete: func(p effects.Plan, o inbox.Outcome) error {
-				if len(p.Records) == 1 {
-					return &effects.ExistsError{IDs: []string{"k#a"}}
+				if len(p.Facts) == 1 {
+					return &effects.RefusedError{Exists: []string{"fact#k#a"}}
 				}
 				if o != inbox.OutcomeDuplicateEffect {
 					return fmt.Errorf("outcome %s", o)
@@ -370,10 +391,10 @@ func TestRecordOutcomes(t *testing.T) {
 			}, wantDelay: -1, wantOutcome: "duplicate_effect"},
 		{name: "one of two effects exists", receives: 1, claim: claimed, handler: handlerOf(planOf("a", "b"), nil),
 			complete: func(p effects.Plan, o inbox.Outcome) error {
-				if len(p.Records) == 2 {
-					return &effects.ExistsError{IDs: []string{"k#a"}}
+				if len(p.Facts) == 2 {
+					return &effects.RefusedError{Exists: []string{"fact#k#a"}}
 				}
-				if p.Records[0].Key != "b" || o != inbox.OutcomeApplied {
+				if p.Facts[0].Key != "b" || o != inbox.OutcomeApplied {
 					return fmt.Errorf("got %v %s", p, o)
 				}
 				return nil
@@ -789,9 +810,10 @@ func TestLease(t *testing.T) {
 }
 
 func TestNewRejects(t *testing.T) {
-	base := Config{Store: &fakeStore{}, DeadLetters: &fakeDLQ{}, Visibility: &fakeVisibility{}, Routes: Routes{}, Logger: slog.New(slog.DiscardHandler), MaxReceiveCount: 1}
+	base := Config{Store: &fakeStore{}, Outbox: &fakeOutbox{}, DeadLetters: &fakeDLQ{}, Visibility: &fakeVisibility{}, Routes: Routes{}, Logger: slog.New(slog.DiscardHandler), MaxReceiveCount: 1}
 	for name, mod := range map[string]func(*Config){
 		"no visibility":  func(c *Config) { c.Visibility = nil },
+		"no outbox":      func(c *Config) { c.Outbox = nil },
 		"no receives":    func(c *Config) { c.MaxReceiveCount = 0 },
 		"cap below base": func(c *Config) { c.RetryBase, c.RetryCap = time.Minute, time.Second },
 		"cap over 12h":   func(c *Config) { c.RetryCap = 13 * time.Hour },

@@ -21,6 +21,7 @@ import (
 	"github.com/webhook-inbox/webhook-inbox/internal/examples"
 	"github.com/webhook-inbox/webhook-inbox/internal/inbox"
 	"github.com/webhook-inbox/webhook-inbox/internal/inboxstore"
+	"github.com/webhook-inbox/webhook-inbox/internal/outbox"
 	"github.com/webhook-inbox/webhook-inbox/internal/processor"
 )
 
@@ -56,7 +57,7 @@ func mustTable(tb testing.TB, db *dynamodb.Client) {
 func mustProcessor(tb testing.TB, store processor.Store, now func() time.Time) *processor.Processor {
 	tb.Helper()
 	p, err := processor.New(processor.Config{
-		Store: store, DeadLetters: nopDLQ{}, Visibility: nopVisibility{}, Routes: examples.Routes(), MaxReceiveCount: 5,
+		Store: store, Outbox: mustOutbox(tb, store, now), DeadLetters: nopDLQ{}, Visibility: nopVisibility{}, Routes: examples.Routes(), MaxReceiveCount: 5,
 		Logger: slog.New(slog.NewJSONHandler(&bytes.Buffer{}, nil)), Now: now,
 	})
 	if err != nil {
@@ -125,7 +126,7 @@ func TestTwoWorkersOneMessage(t *testing.T) {
 	if ev.Status != inbox.StatusProcessed || ev.Outcome != inbox.OutcomeApplied {
 		t.Errorf("event: got %s/%s, want processed/applied", ev.Status, ev.Outcome)
 	}
-	if _, err := s.Effect(context.Background(), examples.InvoicePaidKind, "in_race"); err != nil {
+	if _, err := s.Fact(context.Background(), examples.InvoicePaidKind, "in_race"); err != nil {
 		t.Errorf("effect: %v", err)
 	}
 	// Losers either saw the lease (and retry later) or the processed
@@ -201,7 +202,7 @@ func TestSameInvoiceTwoEvents(t *testing.T) {
 	if got := mustEvent(t, s, second).Outcome; got != inbox.OutcomeDuplicateEffect {
 		t.Errorf("second: got %s, want duplicate_effect", got)
 	}
-	eff, err := s.Effect(context.Background(), examples.InvoicePaidKind, "in_same")
+	eff, err := s.Fact(context.Background(), examples.InvoicePaidKind, "in_same")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -316,7 +317,7 @@ func TestLastReceiveKeepsTheDLQConsistent(t *testing.T) {
 		if ev := mustEvent(t, s, k); ev.Status != inbox.StatusProcessing || ev.LeaseOwner != "taker" {
 			t.Errorf("event: got %s held by %q, want processing by taker", ev.Status, ev.LeaseOwner)
 		}
-		if _, err := s.Effect(ctx, examples.InvoicePaidKind, "in_taken"); !errors.Is(err, inbox.ErrNotFound) {
+		if _, err := s.Fact(ctx, examples.InvoicePaidKind, "in_taken"); !errors.Is(err, inbox.ErrNotFound) {
 			t.Errorf("effect of the worker that lost its lease: %v, want none", err)
 		}
 	})
@@ -348,11 +349,27 @@ func mustProcessorWith(tb testing.TB, s processor.Store, routes processor.Routes
 	tb.Helper()
 	dlq := &recordingDLQ{}
 	p, err := processor.New(processor.Config{
-		Store: s, DeadLetters: dlq, Visibility: nopVisibility{}, Routes: routes, MaxReceiveCount: 5,
+		Store: s, Outbox: mustOutbox(tb, s, now), DeadLetters: dlq, Visibility: nopVisibility{}, Routes: routes, MaxReceiveCount: 5,
 		Logger: slog.New(slog.NewJSONHandler(&bytes.Buffer{}, nil)), Now: now,
 	})
 	if err != nil {
 		tb.Fatal(err)
 	}
 	return p, dlq
+}
+
+// mustOutbox is a real deliverer over the store, its receipts delivered to
+// the log.
+func mustOutbox(tb testing.TB, store any, now func() time.Time) processor.Outbox {
+	tb.Helper()
+	d, err := outbox.New(outbox.Config{
+		Store:   store.(outbox.Store),
+		Targets: map[string]outbox.Target{examples.ReceiptTarget: {}},
+		Logger:  slog.New(slog.NewJSONHandler(&bytes.Buffer{}, nil)),
+		Now:     now,
+	})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return d
 }

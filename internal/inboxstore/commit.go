@@ -1,0 +1,376 @@
+package inboxstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"strconv"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/webhook-inbox/webhook-inbox/internal/awserr"
+	"github.com/webhook-inbox/webhook-inbox/internal/effects"
+	"github.com/webhook-inbox/webhook-inbox/internal/inbox"
+	"github.com/webhook-inbox/webhook-inbox/internal/outbox"
+)
+
+// Commit conflicts are retried inside Complete this many times, after a
+// short jittered pause, before they cost the message a receive.
+const (
+	conflictRetries = 3
+	conflictPause   = 25 * time.Millisecond
+)
+
+// maxTouched bounds the bytes of part IDs listed on an event.
+const maxTouched = 16 << 10
+
+// Complete commits a claimed event in one transaction with every part of
+// plan: each fact and outbox row is written only if it does not exist yet,
+// each entity update only if its guard holds, and the event becomes
+// processed with outcome — only while owner still holds the lease (the
+// owner token is the commit's fence: a worker whose lease was taken over
+// cannot commit, whatever its clock says). The event lists the parts it
+// wrote (Touched) and leaves the unfinished index; if the plan has outbox
+// rows it stays in the index's outbox partitions, due at once, until
+// SettleOutbox. It expires after the store's retention.
+//
+// Nothing is written unless everything is. If parts were refused, an
+// *effects.RefusedError names the facts and rows that exist already and
+// the updates that are stale. If the event is processed already (an
+// earlier commit of this worker whose answer was lost) the error wraps
+// inbox.ErrAlreadyProcessed; if the lease was lost, inbox.ErrLeaseLost. A
+// transaction DynamoDB refuses as invalid wraps inbox.ErrInvalid;
+// conflicts with concurrent transactions are retried a few times and then
+// wrap inbox.ErrUnavailable like any outage.
+func (s *Store) Complete(ctx context.Context, ev inbox.Event, owner string, plan effects.Plan, outcome inbox.Outcome, now time.Time) error {
+	items := make([]types.TransactWriteItem, 0, plan.Len()+1)
+	for _, f := range plan.Facts {
+		item, err := s.putFact(ev.Key, f, now)
+		if err != nil {
+			return fmt.Errorf("complete %s: %s: %w", ev.Key, f.ID(), err)
+		}
+		items = append(items, item)
+	}
+	for _, u := range plan.Updates {
+		item, err := s.updateEntity(ev.Key, u, now)
+		if err != nil {
+			return fmt.Errorf("complete %s: %s: %w", ev.Key, u.ID(), err)
+		}
+		items = append(items, item)
+	}
+	rows := make([]string, 0, len(plan.Outbound))
+	for _, o := range plan.Outbound {
+		items = append(items, s.putRow(ev.Key, o, now))
+		rows = append(rows, o.Key)
+	}
+	items = append(items, s.processed(ev.Key, owner, outcome, touched(plan.IDs()), rows, now))
+	for try := 0; ; try++ {
+		_, err := s.api.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: items})
+		if err == nil {
+			return nil
+		}
+		err = cancelled(ev.Key, plan, err)
+		if !errors.Is(err, errConflict) || try == conflictRetries {
+			return err
+		}
+		pause := conflictPause << try
+		if serr := s.sleep(ctx, pause/2+rand.N(pause/2+1)); serr != nil {
+			// Cut short by the caller's context: say so, so a deadline
+			// cut-off is told apart from a failure.
+			return errors.Join(err, serr)
+		}
+	}
+}
+
+// touched is the list of IDs the event keeps, cut short to maxTouched
+// bytes.
+func touched(ids []string) []string {
+	size := 0
+	for i, id := range ids {
+		size += len(id)
+		if size > maxTouched {
+			return append(ids[:i:i], fmt.Sprintf("… and %d more", len(ids)-i))
+		}
+	}
+	return ids
+}
+
+func (s *Store) putFact(k inbox.Key, f effects.Fact, now time.Time) (types.TransactWriteItem, error) {
+	av, err := attributevalue.MarshalMap(f.Attributes)
+	if err != nil {
+		return types.TransactWriteItem{}, err
+	}
+	if av == nil {
+		av = map[string]types.AttributeValue{}
+	}
+	av["pk"] = str(f.ID())
+	av["fact_kind"] = str(f.Kind)
+	av["fact_key"] = str(f.Key)
+	av["event_key"] = str(k.String())
+	av["recorded_at"] = str(ts(now))
+	return types.TransactWriteItem{Put: &types.Put{
+		TableName:           &s.table,
+		Item:                av,
+		ConditionExpression: aws.String("attribute_not_exists(pk)"),
+	}}, nil
+}
+
+// updateEntity builds an entity's guarded update. The order guard holds
+// for an entity with no order yet or an older one; the transition guard
+// for an entity with no state yet or one of the allowed ones.
+func (s *Store) updateEntity(k inbox.Key, u effects.Update, now time.Time) (types.TransactWriteItem, error) {
+	names := map[string]string{}
+	values := map[string]types.AttributeValue{
+		":kind": str(u.Entity),
+		":key":  str(u.Key),
+		":by":   str(k.String()),
+		":now":  str(ts(now)),
+	}
+	set := "SET entity_kind = :kind, entity_key = :key, updated_by = :by, updated_at = :now"
+	var conds []string
+	i := 0
+	placeholder := func(name string, v any) (string, string, error) {
+		av, err := attributevalue.Marshal(v)
+		if err != nil {
+			return "", "", fmt.Errorf("attribute %q: %w", name, err)
+		}
+		n, p := "#a"+strconv.Itoa(i), ":a"+strconv.Itoa(i)
+		i++
+		names[n], values[p] = name, av
+		return n, p, nil
+	}
+	for name, v := range u.Set {
+		n, p, err := placeholder(name, v)
+		if err != nil {
+			return types.TransactWriteItem{}, err
+		}
+		set += ", " + n + " = " + p
+	}
+	if t := u.Transition; t != nil {
+		n, p, err := placeholder(t.Attr, t.To)
+		if err != nil {
+			return types.TransactWriteItem{}, err
+		}
+		set += ", " + n + " = " + p
+		in := ""
+		for j, from := range t.From {
+			fp := ":f" + strconv.Itoa(j)
+			values[fp] = str(from)
+			if j > 0 {
+				in += ", "
+			}
+			in += fp
+		}
+		cond := "attribute_not_exists(" + n + ")"
+		if in != "" {
+			cond = "(" + cond + " OR " + n + " IN (" + in + "))"
+		}
+		conds = append(conds, cond)
+	}
+	if o := u.Order; o != nil {
+		set += ", seq = :seq, seq_tie = :tie"
+		values[":seq"] = num(o.Seq)
+		values[":tie"] = str(o.Tie)
+		conds = append(conds, "(attribute_not_exists(seq) OR seq < :seq OR (seq = :seq AND seq_tie < :tie))")
+	}
+	expr := set
+	if len(u.Add) > 0 {
+		expr += " ADD "
+		first := true
+		for name, v := range u.Add {
+			n, p, err := placeholder(name, v)
+			if err != nil {
+				return types.TransactWriteItem{}, err
+			}
+			if !first {
+				expr += ", "
+			}
+			first = false
+			expr += n + " " + p
+		}
+	}
+	up := &types.Update{
+		TableName:                 &s.table,
+		Key:                       map[string]types.AttributeValue{"pk": str(u.ID())},
+		UpdateExpression:          aws.String(expr),
+		ExpressionAttributeValues: values,
+	}
+	if len(names) > 0 {
+		up.ExpressionAttributeNames = names
+	}
+	if len(conds) > 0 {
+		c := conds[0]
+		for _, more := range conds[1:] {
+			c += " AND " + more
+		}
+		up.ConditionExpression = aws.String(c)
+	}
+	return types.TransactWriteItem{Update: up}, nil
+}
+
+// putRow writes an outbox row, pending and due at once, unless a row with
+// its key exists.
+func (s *Store) putRow(k inbox.Key, o effects.Outbound, now time.Time) types.TransactWriteItem {
+	action := o.Action
+	if action == "" {
+		action = effects.ActionHTTP
+	}
+	return types.TransactWriteItem{Put: &types.Put{
+		TableName: &s.table,
+		Item: map[string]types.AttributeValue{
+			"pk":          str(o.ID()),
+			"outbox_key":  str(o.Key),
+			"action":      str(action),
+			"target":      str(o.Target),
+			"body":        str(string(o.Body)),
+			"event_key":   str(k.String()),
+			"status":      str(string(outbox.Pending)),
+			"attempts":    num(0),
+			"due_ms":      num(now.UnixMilli()),
+			"received_ms": num(now.UnixMilli()),
+			"created_at":  str(ts(now)),
+			"updated_at":  str(ts(now)),
+		},
+		ConditionExpression: aws.String("attribute_not_exists(pk)"),
+	}}
+}
+
+// processed is the event's own part of the commit.
+func (s *Store) processed(k inbox.Key, owner string, outcome inbox.Outcome, touched, rows []string, now time.Time) types.TransactWriteItem {
+	values := map[string]types.AttributeValue{
+		":processed":  str(string(inbox.StatusProcessed)),
+		":processing": str(string(inbox.StatusProcessing)),
+		":outcome":    str(string(outcome)),
+		":owner":      str(owner),
+		":now":        str(ts(now)),
+		":expires":    num(now.Add(s.retention).Unix()),
+	}
+	expr := "SET #status = :processed, outcome = :outcome, processed_at = :now, updated_at = :now, expires_at = :expires"
+	if len(touched) > 0 {
+		expr += ", touched = :touched"
+		values[":touched"] = &types.AttributeValueMemberL{Value: strs(touched)}
+	}
+	if len(rows) > 0 {
+		// Still the sweep's until the rows are delivered: in the outbox
+		// partitions of the index, due at once.
+		expr += ", outbox = :pending, outbox_rows = :rows, sweep_shard = :shard, due_ms = :nowms REMOVE lease_owner, lease_until"
+		values[":pending"] = str(outboxPending)
+		values[":rows"] = &types.AttributeValueMemberL{Value: strs(rows)}
+		values[":shard"] = str(outboxShard(k))
+		values[":nowms"] = num(now.UnixMilli())
+	} else {
+		expr += " REMOVE lease_owner, lease_until, sweep_shard, due_ms"
+	}
+	return types.TransactWriteItem{Update: &types.Update{
+		TableName:                           &s.table,
+		Key:                                 map[string]types.AttributeValue{"pk": str(pk(k))},
+		UpdateExpression:                    aws.String(expr),
+		ConditionExpression:                 aws.String("#status = :processing AND lease_owner = :owner"),
+		ExpressionAttributeNames:            map[string]string{"#status": "status"},
+		ExpressionAttributeValues:           values,
+		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
+	}}
+}
+
+func strs(ss []string) []types.AttributeValue {
+	out := make([]types.AttributeValue, len(ss))
+	for i, s := range ss {
+		out[i] = str(s)
+	}
+	return out
+}
+
+// errConflict marks a transaction cancelled by a concurrent one on the same
+// items: worth an immediate retry.
+var errConflict = errors.New("transaction conflict")
+
+// cancelled classifies a failed transaction. Its cancellation reasons come
+// in the order of the transaction's items: the plan's facts, updates and
+// rows, then the event. The event's own reason is decided first: a commit
+// that is not ours any more is refused whatever its parts.
+func cancelled(k inbox.Key, plan effects.Plan, err error) error {
+	op := "complete " + k.String()
+	var tce *types.TransactionCanceledException
+	if !errors.As(err, &tce) {
+		var conflict *types.TransactionConflictException
+		if errors.As(err, &conflict) {
+			return fmt.Errorf("%s: %w: %w: %w", op, inbox.ErrUnavailable, errConflict, err)
+		}
+		return awserr.Wrap(op, err)
+	}
+	reasons := tce.CancellationReasons
+	ids := plan.IDs()
+	n := len(ids)
+	codes := make(map[string]bool, len(reasons))
+	for _, r := range reasons {
+		codes[aws.ToString(r.Code)] = true
+	}
+	switch {
+	case codes["ValidationError"]:
+		return fmt.Errorf("%s: %w: %w", op, inbox.ErrInvalid, tce)
+	case len(reasons) == n+1 && aws.ToString(reasons[n].Code) == "ConditionalCheckFailed":
+		if old := reasons[n].Item; old != nil {
+			if ev, derr := decode(old); derr == nil && ev.Status == inbox.StatusProcessed {
+				return fmt.Errorf("%s: %w", op, inbox.ErrAlreadyProcessed)
+			}
+		}
+		return fmt.Errorf("%s: %w", op, inbox.ErrLeaseLost)
+	}
+	var refused effects.RefusedError
+	updates := len(plan.Facts) + len(plan.Updates)
+	for i := 0; i < n && i < len(reasons); i++ {
+		if aws.ToString(reasons[i].Code) != "ConditionalCheckFailed" {
+			continue
+		}
+		if i >= len(plan.Facts) && i < updates {
+			refused.Stale = append(refused.Stale, ids[i])
+		} else {
+			refused.Exists = append(refused.Exists, ids[i])
+		}
+	}
+	if len(refused.Exists)+len(refused.Stale) > 0 {
+		return fmt.Errorf("%s: %w", op, &refused)
+	}
+	if codes["TransactionConflict"] {
+		return fmt.Errorf("%s: %w: %w: %w", op, inbox.ErrUnavailable, errConflict, tce)
+	}
+	// Throttling, a transient internal error: retry later.
+	return fmt.Errorf("%s: %w: %w", op, inbox.ErrUnavailable, tce)
+}
+
+// SettleOutbox records what the delivery of a processed event's outbox
+// left: settled, the event leaves the index; else it stays there, due at
+// due, for the sweep to bring back if its message does not. An event
+// settled already (or not processed) is left as it is.
+func (s *Store) SettleOutbox(ctx context.Context, k inbox.Key, settled bool, due, now time.Time) error {
+	values := map[string]types.AttributeValue{
+		":processed": str(string(inbox.StatusProcessed)),
+		":pending":   str(outboxPending),
+		":now":       str(ts(now)),
+	}
+	expr := "SET outbox = :settled, updated_at = :now REMOVE sweep_shard, due_ms"
+	if settled {
+		values[":settled"] = str(outboxSettled)
+	} else {
+		expr = "SET due_ms = :due, updated_at = :now"
+		values[":due"] = num(due.UnixMilli())
+	}
+	_, err := s.api.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName:                 &s.table,
+		Key:                       map[string]types.AttributeValue{"pk": str(pk(k))},
+		UpdateExpression:          aws.String(expr),
+		ConditionExpression:       aws.String("#status = :processed AND outbox = :pending"),
+		ExpressionAttributeNames:  map[string]string{"#status": "status"},
+		ExpressionAttributeValues: values,
+	})
+	var ccf *types.ConditionalCheckFailedException
+	if err != nil && !errors.As(err, &ccf) {
+		return awserr.Wrap("settle outbox of "+k.String(), err)
+	}
+	return nil
+}

@@ -1,0 +1,277 @@
+package inboxstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/webhook-inbox/webhook-inbox/internal/awserr"
+	"github.com/webhook-inbox/webhook-inbox/internal/effects"
+	"github.com/webhook-inbox/webhook-inbox/internal/inbox"
+	"github.com/webhook-inbox/webhook-inbox/internal/outbox"
+)
+
+// ReviewShard is the unfinished index's partition of outbox rows that
+// ended without a known delivery (rejected, unknown, dead), oldest first:
+// what an operator reviews.
+const ReviewShard = "review"
+
+// rowItem is the stored shape of an outbox row.
+type rowItem struct {
+	PK          string `dynamodbav:"pk"`
+	Key         string `dynamodbav:"outbox_key"`
+	Action      string `dynamodbav:"action"`
+	Target      string `dynamodbav:"target"`
+	Body        string `dynamodbav:"body,omitempty"`
+	EventKey    string `dynamodbav:"event_key"`
+	Status      string `dynamodbav:"status"`
+	Attempts    int    `dynamodbav:"attempts"`
+	DueMs       int64  `dynamodbav:"due_ms,omitempty"`
+	LeaseOwner  string `dynamodbav:"lease_owner,omitempty"`
+	LeaseUntil  int64  `dynamodbav:"lease_until,omitempty"`
+	LastError   string `dynamodbav:"last_error,omitempty"`
+	StatusCode  int    `dynamodbav:"status_code,omitempty"`
+	CreatedAt   string `dynamodbav:"created_at"`
+	UpdatedAt   string `dynamodbav:"updated_at"`
+	DeliveredAt string `dynamodbav:"delivered_at,omitempty"`
+	DeliveredTo string `dynamodbav:"delivered_to,omitempty"`
+}
+
+func decodeRow(av map[string]types.AttributeValue) (outbox.Row, error) {
+	var it rowItem
+	if err := attributevalue.UnmarshalMap(av, &it); err != nil {
+		return outbox.Row{}, fmt.Errorf("decode outbox row: %w", err)
+	}
+	k, _ := inbox.ParseKey(it.EventKey)
+	r := outbox.Row{
+		Key: it.Key, Action: it.Action, Target: it.Target, Body: []byte(it.Body), Event: k,
+		State: outbox.State(it.Status), Attempts: it.Attempts, LeaseOwner: it.LeaseOwner,
+		LastError: it.LastError, StatusCode: it.StatusCode, CreatedAt: parseTS(it.CreatedAt),
+		UpdatedAt: parseTS(it.UpdatedAt), DeliveredAt: parseTS(it.DeliveredAt), DeliveredTo: it.DeliveredTo,
+	}
+	if it.Body == "" {
+		r.Body = nil
+	}
+	if it.DueMs != 0 {
+		r.DueAt = time.UnixMilli(it.DueMs)
+	}
+	if it.LeaseUntil != 0 {
+		r.LeaseUntil = time.UnixMilli(it.LeaseUntil)
+	}
+	return r, nil
+}
+
+func rowPK(key string) string { return effects.Outbound{Key: key}.ID() }
+
+// ClaimRow takes a lease on an outbox row for owner until leaseUntil, to
+// deliver it, and counts an attempt; it returns the row as it was before
+// the claim. It succeeds for pending and failed rows that are due, and for
+// rows another worker held in delivering whose lease ended (the returned
+// row says delivering: that delivery may or may not have reached the
+// receiver). Otherwise it returns, with the row, outbox.ErrFinal,
+// inbox.ErrNotDue, inbox.ErrClaimed (another live lease), or
+// inbox.ErrNotFound. A claim of owner's own whose answer was lost comes
+// back as delivering by owner: its earlier state is not known.
+func (s *Store) ClaimRow(ctx context.Context, key, owner string, now, leaseUntil time.Time) (outbox.Row, error) {
+	out, err := s.api.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName:        &s.table,
+		Key:              map[string]types.AttributeValue{"pk": str(rowPK(key))},
+		UpdateExpression: aws.String("SET #status = :delivering, lease_owner = :owner, lease_until = :until, attempts = attempts + :one, updated_at = :now"),
+		ConditionExpression: aws.String("attribute_exists(pk) AND (" +
+			"(#status IN (:pending, :failed) AND due_ms <= :duems) OR " +
+			"(#status = :delivering AND lease_until < :nowms))"),
+		ExpressionAttributeNames: map[string]string{"#status": "status"},
+		ExpressionAttributeValues: map[string]types.AttributeValue{
+			":delivering": str(string(outbox.Delivering)),
+			":pending":    str(string(outbox.Pending)),
+			":failed":     str(string(outbox.Failed)),
+			":owner":      str(owner),
+			":until":      num(leaseUntil.UnixMilli()),
+			":nowms":      num(now.UnixMilli()),
+			":duems":      num(now.Add(DueSlack).UnixMilli()),
+			":now":        str(ts(now)),
+			":one":        num(1),
+		},
+		ReturnValues:                        types.ReturnValueAllOld,
+		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
+	})
+	var ccf *types.ConditionalCheckFailedException
+	switch {
+	case errors.As(err, &ccf):
+		if ccf.Item == nil {
+			return outbox.Row{}, fmt.Errorf("claim row %s: %w", key, inbox.ErrNotFound)
+		}
+		r, derr := decodeRow(ccf.Item)
+		switch {
+		case derr != nil:
+			return outbox.Row{}, fmt.Errorf("claim row %s: %w", key, derr)
+		case r.State.Final():
+			return r, fmt.Errorf("claim row %s: %s: %w", key, r.State, outbox.ErrFinal)
+		case r.State == outbox.Delivering && r.LeaseOwner == owner:
+			return r, nil
+		case r.State == outbox.Delivering:
+			return r, fmt.Errorf("claim row %s: held by %s until %s: %w", key, r.LeaseOwner, ts(r.LeaseUntil), inbox.ErrClaimed)
+		}
+		return r, fmt.Errorf("claim row %s: due at %s: %w", key, ts(r.DueAt), inbox.ErrNotDue)
+	case err != nil:
+		return outbox.Row{}, awserr.Wrap("claim row "+key, err)
+	}
+	return decodeRow(out.Attributes)
+}
+
+// FinishRow records the outcome of owner's delivery attempt, only while
+// owner holds the row's lease (else inbox.ErrLeaseLost: another worker
+// took the row over and its outcome stands). A failed row is due again at
+// res.RetryAt; a delivered one drops its body (nothing is kept that is
+// not needed); one for review (rejected, unknown, dead) enters the
+// index's ReviewShard.
+func (s *Store) FinishRow(ctx context.Context, key, owner string, res outbox.Result, now time.Time) error {
+	values := map[string]types.AttributeValue{
+		":state":      str(string(res.State)),
+		":delivering": str(string(outbox.Delivering)),
+		":owner":      str(owner),
+		":now":        str(ts(now)),
+	}
+	set := "SET #status = :state, updated_at = :now"
+	remove := " REMOVE lease_owner, lease_until"
+	if res.Cause != "" {
+		cause := res.Cause
+		if len(cause) > maxCause {
+			cause = cause[:maxCause]
+		}
+		set += ", last_error = :cause"
+		values[":cause"] = str(cause)
+	}
+	if res.StatusCode != 0 {
+		set += ", status_code = :code"
+		values[":code"] = num(int64(res.StatusCode))
+	}
+	switch {
+	case res.State == outbox.Failed:
+		set += ", due_ms = :due"
+		values[":due"] = num(res.RetryAt.UnixMilli())
+	case res.State == outbox.Delivered:
+		set += ", delivered_at = :now, delivered_to = :to"
+		values[":to"] = str(res.DeliveredTo)
+		remove += ", due_ms, body"
+	case res.State.ForReview():
+		set += ", sweep_shard = :review"
+		values[":review"] = str(ReviewShard)
+		remove += ", due_ms"
+	default:
+		return fmt.Errorf("finish row %s: state %q is not an outcome", key, res.State)
+	}
+	_, err := s.api.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName:                 &s.table,
+		Key:                       map[string]types.AttributeValue{"pk": str(rowPK(key))},
+		UpdateExpression:          aws.String(set + remove),
+		ConditionExpression:       aws.String("#status = :delivering AND lease_owner = :owner"),
+		ExpressionAttributeNames:  map[string]string{"#status": "status"},
+		ExpressionAttributeValues: values,
+	})
+	var ccf *types.ConditionalCheckFailedException
+	switch {
+	case errors.As(err, &ccf):
+		return fmt.Errorf("finish row %s: %w", key, inbox.ErrLeaseLost)
+	case err != nil:
+		return awserr.Wrap("finish row "+key, err)
+	}
+	return nil
+}
+
+// Row returns the outbox row with the key, or inbox.ErrNotFound.
+func (s *Store) Row(ctx context.Context, key string) (outbox.Row, error) {
+	out, err := s.api.GetItem(ctx, &dynamodb.GetItemInput{
+		TableName:      &s.table,
+		Key:            map[string]types.AttributeValue{"pk": str(rowPK(key))},
+		ConsistentRead: aws.Bool(true),
+	})
+	if err != nil {
+		return outbox.Row{}, awserr.Wrap("get row "+key, err)
+	}
+	if out.Item == nil {
+		return outbox.Row{}, fmt.Errorf("row %s: %w", key, inbox.ErrNotFound)
+	}
+	return decodeRow(out.Item)
+}
+
+// ForReview lists up to limit outbox rows that ended rejected, unknown or
+// dead, oldest first, with their state, from the index alone.
+func (s *Store) ForReview(ctx context.Context, limit int) ([]outbox.Row, error) {
+	var out []outbox.Row
+	var start map[string]types.AttributeValue
+	for len(out) < limit {
+		page, err := s.api.Query(ctx, &dynamodb.QueryInput{
+			TableName:                 &s.table,
+			IndexName:                 aws.String(UnfinishedIndex),
+			KeyConditionExpression:    aws.String("sweep_shard = :review"),
+			ExpressionAttributeValues: map[string]types.AttributeValue{":review": str(ReviewShard)},
+			ExclusiveStartKey:         start,
+		})
+		if err != nil {
+			return out, awserr.Wrap("query rows for review", err)
+		}
+		for _, av := range page.Items {
+			var it struct {
+				PK     string `dynamodbav:"pk"`
+				Status string `dynamodbav:"status"`
+			}
+			if err := attributevalue.UnmarshalMap(av, &it); err != nil {
+				return out, fmt.Errorf("decode index item: %w", err)
+			}
+			key := it.PK[len(effects.OutboundPrefix):]
+			out = append(out, outbox.Row{Key: key, State: outbox.State(it.Status)})
+			if len(out) == limit {
+				break
+			}
+		}
+		if page.LastEvaluatedKey == nil {
+			break
+		}
+		start = page.LastEvaluatedKey
+	}
+	return out, nil
+}
+
+// Part returns the attributes of a stored fact or entity by its ID (see
+// effects.Fact.ID, effects.Update.ID), or inbox.ErrNotFound. Numbers come
+// back as int64 when they are integers, float64 otherwise.
+func (s *Store) Part(ctx context.Context, id string) (map[string]any, error) {
+	out, err := s.api.GetItem(ctx, &dynamodb.GetItemInput{
+		TableName:      &s.table,
+		Key:            map[string]types.AttributeValue{"pk": str(id)},
+		ConsistentRead: aws.Bool(true),
+	})
+	if err != nil {
+		return nil, awserr.Wrap("get "+id, err)
+	}
+	if out.Item == nil {
+		return nil, fmt.Errorf("%s: %w", id, inbox.ErrNotFound)
+	}
+	var m map[string]any
+	err = attributevalue.UnmarshalMapWithOptions(out.Item, &m, func(o *attributevalue.DecoderOptions) { o.UseNumber = true })
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", id, err)
+	}
+	for k, v := range m {
+		if n, ok := v.(attributevalue.Number); ok {
+			if i, err := n.Int64(); err == nil {
+				m[k] = i
+			} else if f, err := n.Float64(); err == nil {
+				m[k] = f
+			}
+		}
+	}
+	return m, nil
+}
+
+// Fact returns the attributes of a stored fact (see Part).
+func (s *Store) Fact(ctx context.Context, kind, key string) (map[string]any, error) {
+	return s.Part(ctx, effects.Fact{Kind: kind, Key: key}.ID())
+}

@@ -1,0 +1,357 @@
+// Package outbox delivers the outbound calls an event's commit wrote to
+// the outbox, after the commit, exactly once where the outcome can be
+// known and never twice where it cannot.
+//
+// The invariant it keeps: a row is sent only while its deliverer holds the
+// row's lease (claimed with an owner token, the same fencing as events),
+// and a row is never sent again once it is delivered, rejected, unknown or
+// dead. A call whose outcome cannot be known — a timeout or a lost
+// connection after the request was written, or a worker that stopped
+// while it held the row — ends unknown, for review, and is not resent,
+// unless its target dedupes on the idempotency key (RetryUnknown). A row
+// that keeps failing is bounded by MaxAttempts. An event's outbox is
+// settled when every row is final; until then the event stays with the
+// sweep, so no row is left pending forever.
+package outbox
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	mrand "math/rand/v2"
+	"net/http"
+	"net/http/httptrace"
+	"net/url"
+	"sync/atomic"
+	"time"
+
+	"github.com/webhook-inbox/webhook-inbox/internal/inbox"
+)
+
+// Store is the outbox as the deliverer needs it; see inboxstore.Store for
+// the contract of each method.
+type Store interface {
+	ClaimRow(ctx context.Context, key, owner string, now, leaseUntil time.Time) (Row, error)
+	FinishRow(ctx context.Context, key, owner string, res Result, now time.Time) error
+	SettleOutbox(ctx context.Context, k inbox.Key, settled bool, due, now time.Time) error
+}
+
+// Target is a configured receiver of outbound rows.
+type Target struct {
+	// URL receives each row as a JSON POST. Empty: rows are delivered to
+	// the log only (a development setup with no receiver).
+	URL string
+	// RetryUnknown says the receiver dedupes on the Idempotency-Key
+	// header, so a call whose outcome is unknown may be sent again.
+	RetryUnknown bool
+	// Timeout bounds one call, from dialling to the response's status.
+	// Zero means DefaultTimeout.
+	Timeout time.Duration
+}
+
+// Defaults of Config.
+const (
+	DefaultTimeout     = 10 * time.Second
+	DefaultMaxAttempts = 20
+	DefaultRetryBase   = 30 * time.Second
+	DefaultRetryCap    = time.Hour
+)
+
+// leaseMargin outlives a call's timeout, so a row's lease never ends while
+// its call can still be under way.
+const leaseMargin = 10 * time.Second
+
+// finishTimeout bounds the write of a row's outcome after its call, which
+// is made even when the caller's context has ended (the call happened).
+const finishTimeout = 3 * time.Second
+
+// Config holds a Deliverer's collaborators.
+type Config struct {
+	Store   Store
+	Targets map[string]Target
+	// Client makes the calls; nil means one that never follows redirects.
+	// Its CheckRedirect is replaced: a redirect is the receiver's answer,
+	// not an invitation to send the row elsewhere.
+	Client *http.Client
+	// MaxAttempts bounds the attempts on one row: the last failure makes
+	// it dead. Zero means DefaultMaxAttempts.
+	MaxAttempts int
+	// RetryBase and RetryCap shape the backoff after a failed attempt n:
+	// a delay drawn from [d/2, d], d = min(RetryCap, RetryBase·2^(n-1)).
+	RetryBase, RetryCap time.Duration
+	Logger              *slog.Logger
+	Now                 func() time.Time
+	// Rand returns a number in [0, 1) for the backoff's jitter.
+	Rand func() float64
+}
+
+// Deliverer sends outbox rows.
+type Deliverer struct {
+	cfg Config
+}
+
+// New returns a deliverer; Store and Logger are required, and every
+// target's URL must be empty or an absolute http or https URL.
+func New(cfg Config) (*Deliverer, error) {
+	if cfg.Store == nil || cfg.Logger == nil {
+		return nil, errors.New("outbox: incomplete config")
+	}
+	for name, t := range cfg.Targets {
+		if t.URL != "" {
+			u, err := url.Parse(t.URL)
+			if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+				return nil, fmt.Errorf("outbox: target %q: URL %q is not an absolute http or https URL", name, t.URL)
+			}
+		}
+		if t.Timeout < 0 {
+			return nil, fmt.Errorf("outbox: target %q: negative timeout", name)
+		}
+	}
+	targets := make(map[string]Target, len(cfg.Targets))
+	for name, t := range cfg.Targets {
+		if t.Timeout == 0 {
+			t.Timeout = DefaultTimeout
+		}
+		targets[name] = t
+	}
+	cfg.Targets = targets
+	if cfg.MaxAttempts == 0 {
+		cfg.MaxAttempts = DefaultMaxAttempts
+	}
+	if cfg.RetryBase == 0 {
+		cfg.RetryBase = DefaultRetryBase
+	}
+	if cfg.RetryCap == 0 {
+		cfg.RetryCap = DefaultRetryCap
+	}
+	switch {
+	case cfg.MaxAttempts < 1:
+		return nil, errors.New("outbox: MaxAttempts must be at least 1")
+	case cfg.RetryBase <= 0 || cfg.RetryCap < cfg.RetryBase:
+		return nil, fmt.Errorf("outbox: want 0 < RetryBase (%s) <= RetryCap (%s)", cfg.RetryBase, cfg.RetryCap)
+	}
+	client := http.Client{}
+	if cfg.Client != nil {
+		client = *cfg.Client
+	}
+	client.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+	cfg.Client = &client
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if cfg.Rand == nil {
+		cfg.Rand = mrand.Float64
+	}
+	return &Deliverer{cfg: cfg}, nil
+}
+
+// Settlement is what one delivery pass left of an event's outbox.
+type Settlement struct {
+	// Settled: every row is final, and the event was told so.
+	Settled bool
+	// Due is when the earliest row that is not final may be tried again.
+	Due time.Time
+	// Sent counts the calls this pass made; States the rows' states as
+	// this pass left or found them.
+	Sent   int
+	States map[State]int
+}
+
+// Deliver tries every row of the event's outbox, one after the other, as
+// owner. Calls are made under work (a row is not started without time for
+// its whole timeout before work's deadline); outcomes are recorded under
+// book, which outlives work. It records on the event whether its outbox
+// settled, and returns the first error of the store it met; a row's
+// failure is not an error, only a row that is not final.
+func (d *Deliverer) Deliver(work, book context.Context, ev inbox.Key, rows []string, owner string) (Settlement, error) {
+	st := Settlement{Settled: true, States: make(map[State]int, len(rows))}
+	var errs []error
+	for _, key := range rows {
+		state, due, sent, err := d.one(work, book, ev, key, owner)
+		st.States[state]++
+		if sent {
+			st.Sent++
+		}
+		if err != nil {
+			errs = append(errs, err)
+		}
+		if !state.Final() {
+			st.Settled = false
+			if st.Due.IsZero() || due.Before(st.Due) {
+				st.Due = due
+			}
+		}
+	}
+	if err := d.cfg.Store.SettleOutbox(book, ev, st.Settled, st.Due, d.cfg.Now()); err != nil {
+		errs = append(errs, err)
+	}
+	return st, errors.Join(errs...)
+}
+
+// one delivers one row, if it is this owner's to deliver now, and returns
+// its state and, when it is not final, when it is due again.
+func (d *Deliverer) one(work, book context.Context, ev inbox.Key, key, owner string) (state State, due time.Time, sent bool, err error) {
+	now := d.cfg.Now()
+	// The row's target is not known before the claim: the longest timeout
+	// any target has decides whether there is time to start.
+	// Deadlines are the runtime's, on the wall clock.
+	if deadline, ok := work.Deadline(); ok && time.Until(deadline) < d.longestTimeout() {
+		return Pending, now, false, nil
+	}
+	prev, err := d.cfg.Store.ClaimRow(work, key, owner, now, now.Add(d.longestTimeout()+leaseMargin))
+	switch {
+	case errors.Is(err, ErrFinal):
+		return prev.State, time.Time{}, false, nil
+	case errors.Is(err, inbox.ErrClaimed):
+		return Delivering, prev.LeaseUntil, false, nil
+	case errors.Is(err, inbox.ErrNotDue):
+		return prev.State, prev.DueAt, false, nil
+	case errors.Is(err, inbox.ErrNotFound):
+		// Listed by the event but absent: written in the same
+		// transaction, so only an operator's deletion does this.
+		d.cfg.Logger.Error("outbox row missing", "event_key", ev.String(), "row", key)
+		return Dead, time.Time{}, false, nil
+	case err != nil:
+		return Pending, now.Add(d.cfg.RetryBase), false, err
+	}
+	attempt := prev.Attempts + 1
+	target, known := d.cfg.Targets[prev.Target]
+	var res Result
+	switch {
+	case prev.State == Delivering && !(known && target.RetryUnknown):
+		res = Result{State: Unknown, Cause: "a delivery was under way when its worker stopped: it may have reached the receiver"}
+	case attempt > d.cfg.MaxAttempts:
+		res = Result{State: Dead, Cause: fmt.Sprintf("%d attempts, over the budget of %d", attempt-1, d.cfg.MaxAttempts)}
+	case !known:
+		res = Result{State: Failed, Cause: fmt.Sprintf("no target %q is configured", prev.Target)}
+	case target.URL == "":
+		res = Result{State: Delivered, DeliveredTo: "log"}
+		d.cfg.Logger.Info("outbox row delivered to the log", "event_key", ev.String(), "row", key, "target", prev.Target, "body_bytes", len(prev.Body))
+	default:
+		res = d.send(work, target, prev)
+		sent = true
+	}
+	if res.State == Failed {
+		if attempt >= d.cfg.MaxAttempts {
+			res.State, res.Cause = Dead, fmt.Sprintf("failed on all %d attempts, the last: %s", attempt, res.Cause)
+		} else {
+			res.RetryAt = d.cfg.Now().Add(d.backoff(attempt))
+		}
+	}
+	fctx, cancel := context.WithTimeout(book, finishTimeout)
+	defer cancel()
+	if err := d.cfg.Store.FinishRow(fctx, key, owner, res, d.cfg.Now()); err != nil {
+		// Not recorded: the row stays delivering until its lease ends,
+		// then its next claim finds it so (unknown, unless its target
+		// dedupes) — or another worker already decided it.
+		d.cfg.Logger.Warn("outbox row", "event_key", ev.String(), "row", key, "state", string(res.State), "error", err.Error())
+		return Delivering, now.Add(d.longestTimeout() + leaseMargin), sent, fmt.Errorf("row %s: recording %s: %w", key, res.State, err)
+	}
+	attrs := []any{"event_key", ev.String(), "row", key, "target", prev.Target, "state", string(res.State), "attempt", attempt}
+	if res.StatusCode != 0 {
+		attrs = append(attrs, "status_code", res.StatusCode)
+	}
+	if res.Cause != "" {
+		attrs = append(attrs, "cause", res.Cause)
+	}
+	if res.State.ForReview() {
+		d.cfg.Logger.Warn("outbox row", attrs...)
+	} else {
+		d.cfg.Logger.Info("outbox row", attrs...)
+	}
+	return res.State, res.RetryAt, sent, nil
+}
+
+// longestTimeout is the longest call any target may make.
+func (d *Deliverer) longestTimeout() time.Duration {
+	var longest time.Duration
+	for _, t := range d.cfg.Targets {
+		longest = max(longest, t.Timeout)
+	}
+	if longest == 0 {
+		return DefaultTimeout
+	}
+	return longest
+}
+
+func (d *Deliverer) backoff(attempt int) time.Duration {
+	b := d.cfg.RetryCap
+	if shift := attempt - 1; shift < 32 {
+		b = min(b, d.cfg.RetryBase<<shift)
+	}
+	return b/2 + time.Duration(d.cfg.Rand()*float64(b/2))
+}
+
+// maxResponse bounds what is read of a receiver's response (to reuse the
+// connection); the rest is discarded unread.
+const maxResponse = 64 << 10
+
+// send makes the call and classifies what came of it:
+//
+//   - 2xx: delivered;
+//   - 429, 408 and 5xx: failed (the receiver says to come back);
+//   - other 4xx, and 3xx (redirects are not followed): rejected;
+//   - an error before a connection was had (connection refused, DNS,
+//     TLS) or a write that failed: failed, the receiver cannot have the
+//     whole request;
+//   - any other error (a timeout or a reset after the request was
+//     written, or a connection whose write had not reported when the
+//     call ended): unknown, or failed for a target that dedupes.
+func (d *Deliverer) send(ctx context.Context, t Target, r Row) Result {
+	ctx, cancel := context.WithTimeout(ctx, t.Timeout)
+	defer cancel()
+	var got, wrote, writeFailed atomic.Bool
+	ctx = httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{
+		GotConn: func(httptrace.GotConnInfo) { got.Store(true) },
+		WroteRequest: func(info httptrace.WroteRequestInfo) {
+			if info.Err == nil {
+				wrote.Store(true)
+			} else {
+				writeFailed.Store(true)
+			}
+		},
+	})
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, t.URL, bytes.NewReader(r.Body))
+	if err != nil {
+		return Result{State: Failed, Cause: "building the request: " + err.Error()}
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Idempotency-Key", r.Key)
+	req.Header.Set("User-Agent", "webhook-inbox-outbox")
+	if !t.RetryUnknown {
+		// net/http replays a request carrying Idempotency-Key on a reused
+		// connection that failed after the request was written — a
+		// resend of a call whose outcome is unknown. Without GetBody it
+		// cannot.
+		req.GetBody = nil
+	}
+	resp, err := d.cfg.Client.Do(req)
+	if err != nil {
+		// Sent, or possibly sent: the whole request was written, or a
+		// connection was had and Do returned before the transport said
+		// whether its write went through.
+		if wrote.Load() || (got.Load() && !writeFailed.Load()) {
+			if t.RetryUnknown {
+				return Result{State: Failed, Cause: "outcome unknown, resent as the receiver dedupes: " + err.Error()}
+			}
+			return Result{State: Unknown, Cause: "the request was sent and no answer came: " + err.Error()}
+		}
+		return Result{State: Failed, Cause: "not sent: " + err.Error()}
+	}
+	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, maxResponse))
+	_ = resp.Body.Close()
+	code := resp.StatusCode
+	res := Result{StatusCode: code}
+	switch {
+	case code >= 200 && code < 300:
+		res.State, res.DeliveredTo = Delivered, "http"
+	case code == http.StatusTooManyRequests || code == http.StatusRequestTimeout || code >= 500:
+		res.State, res.Cause = Failed, fmt.Sprintf("the receiver answered %d", code)
+	default:
+		res.State, res.Cause = Rejected, fmt.Sprintf("the receiver answered %d", code)
+	}
+	return res
+}
