@@ -72,7 +72,7 @@ func mustEnv(tb testing.TB) *env {
 	log := slog.New(slog.NewJSONHandler(logs, nil))
 	// The handlers send one request at a time: moto does not evaluate a
 	// conditional write atomically, which DynamoDB does (see SerialConfig).
-	stack, err := local.Setup(context.Background(), s.SerialConfig(), filepath.Join(repoRoot, "template.yaml"), sources, log)
+	stack, err := local.Setup(context.Background(), s.SerialConfig(), filepath.Join(repoRoot, "template.yaml"), sources, nil, log)
 	if err != nil {
 		tb.Fatalf("setup: %v", err)
 	}

@@ -170,8 +170,10 @@ func (s *Stack) Sweeper(handler ReplayFunc, log *slog.Logger) (*Sweeper, error) 
 
 // Setup provisions the table and queues that template.yaml declares, seeds
 // the sources' secrets, and builds the handlers with the same wiring as the
-// Lambda mains. It is idempotent against a running emulator.
-func Setup(ctx context.Context, cfg aws.Config, templatePath string, sources SourcesFile, log *slog.Logger) (*Stack, error) {
+// Lambda mains. Settings take the template's parameter defaults, except
+// those overrides names (by environment variable, e.g.
+// RECEIPT_WEBHOOK_URL). It is idempotent against a running emulator.
+func Setup(ctx context.Context, cfg aws.Config, templatePath string, sources SourcesFile, overrides map[string]string, log *slog.Logger) (*Stack, error) {
 	tpl, err := template.Load(templatePath)
 	if err != nil {
 		return nil, fmt.Errorf("load %s: %w", templatePath, err)
@@ -204,12 +206,17 @@ func Setup(ctx context.Context, cfg aws.Config, templatePath string, sources Sou
 		"RETRY_BASE_SECONDS":     "RetryBaseSeconds",
 		"RETRY_CAP_SECONDS":      "RetryCapSeconds",
 		"SWEEP_AFTER_SECONDS":    "SweepAfterSeconds",
+		"RECEIPT_WEBHOOK_URL":    "ReceiptWebhookUrl",
+		"RECEIPT_RETRY_UNKNOWN":  "ReceiptRetryUnknown",
 	} {
 		v, err := tpl.ParameterValue(param)
 		if err != nil {
 			return nil, fmt.Errorf("template parameter %s: %w", param, err)
 		}
 		env[name] = v
+		if o, ok := overrides[name]; ok {
+			env[name] = o
+		}
 	}
 	getenv := func(k string) string { return env[k] }
 	s := &Stack{Resources: res, Env: env, tpl: tpl}

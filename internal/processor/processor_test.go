@@ -830,3 +830,123 @@ func TestNewRejects(t *testing.T) {
 		t.Errorf("defaults: %v", err)
 	}
 }
+
+// TestOutboxAfterCommit: the rows a commit wrote are delivered after it;
+// an outbox that does not settle brings the message back when its rows are
+// due, or, on the last receive, is left to the sweep — never to the DLQ,
+// the event being processed. A redelivery of a processed event whose
+// outbox did not settle delivers it.
+func TestOutboxAfterCommit(t *testing.T) {
+	inv := effects.Fact{Kind: "invoice_paid", Key: "in_1"}
+	member := effects.Update{Entity: "membership", Key: "cus_1", Set: map[string]any{"paid_through": 1}, Order: &effects.Order{Seq: 1}, After: inv.ID()}
+	receipt := effects.Outbound{Target: "receipt", Key: effects.KeyOf(inv.ID(), "receipt"), Body: []byte(`{}`), Of: inv.ID()}
+	notice := effects.Outbound{Target: "notice", Key: effects.KeyOf(member.ID(), "notice"), Body: []byte(`{}`), Of: member.ID()}
+	audit := effects.Outbound{Target: "audit", Key: "evt_1/audit", Body: []byte(`{}`)}
+	plan := effects.Plan{Facts: []effects.Fact{inv}, Updates: []effects.Update{member}, Outbound: []effects.Outbound{receipt, notice, audit}}
+	settled := func(inbox.Key, []string) (outbox.Settlement, error) { return outbox.Settlement{Settled: true}, nil }
+	unsettled := func(inbox.Key, []string) (outbox.Settlement, error) {
+		return outbox.Settlement{Due: testNow.Add(time.Minute)}, nil
+	}
+	pendingEvent := inbox.Event{Key: key, Status: inbox.StatusProcessed, OutboxPending: true, OutboxRows: []string{receipt.Key}}
+	refuseOnce := func(r *effects.RefusedError) func(effects.Plan, inbox.Outcome) error {
+		first := true
+		return func(effects.Plan, inbox.Outcome) error {
+			if first {
+				first = false
+				return r
+			}
+			return nil
+		}
+	}
+	tests := []struct {
+		name     string
+		receives int
+		claim    func(inbox.Key, string) (inbox.Event, error)
+		complete func(effects.Plan, inbox.Outcome) error
+		get      func() (inbox.Event, error)
+		deliver  func(inbox.Key, []string) (outbox.Settlement, error)
+
+		wantRows    [][]string
+		wantRetry   bool
+		wantDelay   time.Duration // -1: none
+		wantOutcome string
+		wantOutbox  string
+	}{
+		{name: "every row delivered after the commit", receives: 1, claim: claimed,
+			complete: func(effects.Plan, inbox.Outcome) error { return nil }, deliver: settled,
+			wantRows: [][]string{{receipt.Key, notice.Key, audit.Key}}, wantDelay: -1, wantOutcome: "applied", wantOutbox: "settled"},
+		{name: "a duplicate fact takes its update and their rows with it", receives: 1, claim: claimed,
+			complete: refuseOnce(&effects.RefusedError{Exists: []string{inv.ID()}}), deliver: settled,
+			wantRows: [][]string{{audit.Key}}, wantDelay: -1, wantOutcome: "applied", wantOutbox: "settled"},
+		{name: "a stale update takes its row with it", receives: 1, claim: claimed,
+			complete: refuseOnce(&effects.RefusedError{Stale: []string{member.ID()}}), deliver: settled,
+			wantRows: [][]string{{receipt.Key, audit.Key}}, wantDelay: -1, wantOutcome: "applied", wantOutbox: "settled"},
+		{name: "everything refused: stale, nothing delivered", receives: 1, claim: claimed,
+			complete: refuseOnce(&effects.RefusedError{Exists: []string{inv.ID(), audit.ID()}, Stale: []string{member.ID()}}),
+			wantDelay: -1, wantOutcome: "stale"},
+		{name: "everything a duplicate: duplicate_effect", receives: 1, claim: claimed,
+			complete:  refuseOnce(&effects.RefusedError{Exists: []string{inv.ID(), audit.ID()}}),
+			wantDelay: -1, wantOutcome: "duplicate_effect"},
+		{name: "unsettled: back when the rows are due", receives: 1, claim: claimed,
+			complete: func(effects.Plan, inbox.Outcome) error { return nil }, deliver: unsettled,
+			wantRows: [][]string{{receipt.Key, notice.Key, audit.Key}}, wantRetry: true, wantDelay: 61 * time.Second, wantOutcome: "applied", wantOutbox: "pending"},
+		{name: "unsettled on the last receive: acknowledged for the sweep", receives: 3, claim: claimed,
+			complete: func(effects.Plan, inbox.Outcome) error { return nil }, deliver: unsettled,
+			wantRows: [][]string{{receipt.Key, notice.Key, audit.Key}}, wantDelay: -1, wantOutcome: "applied", wantOutbox: "pending"},
+		{name: "the store failing under the deliverer: back later", receives: 1, claim: claimed,
+			complete: func(effects.Plan, inbox.Outcome) error { return nil },
+			deliver: func(inbox.Key, []string) (outbox.Settlement, error) {
+				return outbox.Settlement{Due: testNow}, inbox.ErrUnavailable
+			},
+			wantRows: [][]string{{receipt.Key, notice.Key, audit.Key}}, wantRetry: true, wantDelay: time.Second, wantOutcome: "applied", wantOutbox: "pending"},
+		{name: "a redelivery of a processed event with an unsettled outbox delivers it", receives: 2,
+			claim: claimErr(pendingEvent, inbox.ErrAlreadyProcessed), deliver: settled,
+			wantRows: [][]string{{receipt.Key}}, wantDelay: -1, wantOutcome: "already_processed", wantOutbox: "settled"},
+		{name: "a redelivery of a processed event with a settled outbox does nothing", receives: 2,
+			claim:     claimErr(inbox.Event{Key: key, Status: inbox.StatusProcessed, OutboxRows: []string{receipt.Key}}, inbox.ErrAlreadyProcessed),
+			wantDelay: -1, wantOutcome: "already_processed"},
+		{name: "a commit whose answer was lost: the stored event names its rows", receives: 1, claim: claimed,
+			complete: func(effects.Plan, inbox.Outcome) error { return inbox.ErrAlreadyProcessed },
+			get:      func() (inbox.Event, error) { return pendingEvent, nil }, deliver: settled,
+			wantRows: [][]string{{receipt.Key}}, wantDelay: -1, wantOutcome: "already_processed", wantOutbox: "settled"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			store := &fakeStore{claim: tt.claim, complete: tt.complete, get: tt.get}
+			h := newHarness(t, store, handlerOf(plan, nil))
+			h.outbox.deliver = tt.deliver
+			if tt.deliver == nil {
+				h.outbox.deliver = func(inbox.Key, []string) (outbox.Settlement, error) {
+					return outbox.Settlement{}, errors.New("unexpected delivery")
+				}
+			}
+			resp, err := h.p.Handle(context.Background(), events.SQSEvent{Records: []events.SQSMessage{message(t, "m1", tt.receives)}})
+			if err != nil {
+				t.Fatalf("Handle: %v", err)
+			}
+			if fmt.Sprint(h.outbox.calls) != fmt.Sprint(tt.wantRows) {
+				t.Errorf("delivered: got %v, want %v", h.outbox.calls, tt.wantRows)
+			}
+			if got := len(resp.BatchItemFailures) == 1; got != tt.wantRetry {
+				t.Errorf("retry: got %v, want %v", got, tt.wantRetry)
+			}
+			if len(h.dlq.sent) != 0 || len(store.fails) != 0 {
+				t.Errorf("got DLQ %v and failures %v, want neither: the event is processed", h.dlq.sent, store.fails)
+			}
+			d, set := h.vis.get("rh-m1")
+			switch {
+			case tt.wantDelay < 0 && set:
+				t.Errorf("delay: got %s, want none", d)
+			case tt.wantDelay >= 0 && (!set || d != tt.wantDelay):
+				t.Errorf("delay: got %s (set %v), want %s", d, set, tt.wantDelay)
+			}
+			logs := h.logs.String()
+			if want := `"outcome":"` + tt.wantOutcome + `"`; !strings.Contains(logs, want) {
+				t.Errorf("logs: got %s, want %s", logs, want)
+			}
+			if tt.wantOutbox != "" && !strings.Contains(logs, `"outbox":"`+tt.wantOutbox+`"`) {
+				t.Errorf("logs: got %s, want outbox %s", logs, tt.wantOutbox)
+			}
+		})
+	}
+}

@@ -109,7 +109,14 @@ func run() error {
 		next = awshttp.NewBuildableClient() // what each client would build itself
 	}
 	handlerCfg.HTTPClient = awstest.Serial(next)
-	stack, err := local.Setup(ctx, handlerCfg, *tplPath, sources, log)
+	// The developer's own receiver of the example's receipts, if any.
+	overrides := map[string]string{}
+	for _, name := range []string{"RECEIPT_WEBHOOK_URL", "RECEIPT_RETRY_UNKNOWN"} {
+		if v, ok := os.LookupEnv(name); ok {
+			overrides[name] = v
+		}
+	}
+	stack, err := local.Setup(ctx, handlerCfg, *tplPath, sources, overrides, log)
 	if err != nil {
 		return err
 	}
