@@ -22,6 +22,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"strings"
 	"unicode"
@@ -93,7 +94,8 @@ type Order struct {
 // ByCreated orders by the provider's creation time of the event, with the
 // event id as tie-break: the ordering for providers that give no sequence.
 // Events created in the same millisecond are ordered by id, arbitrarily
-// but the same way for every worker.
+// but the same way for every worker. An event with no creation time gives
+// a negative order, which Validate refuses: a handler should say so itself.
 func ByCreated(ev inbox.Event) *Order {
 	return &Order{Seq: ev.Created.UnixMilli(), Tie: ev.Key.EventID}
 }
@@ -246,8 +248,8 @@ func (v *validator) part(what, typ, id, kind, key string) {
 		v.fail("%s: empty kind or key", what)
 	case strings.Contains(kind, "#"):
 		v.fail("%s: '#' in kind %q", what, kind)
-	case !utf8.ValidString(kind) || !utf8.ValidString(key):
-		v.fail("%s: kind or key is not UTF-8", what)
+	case !headerSafe(kind) || !headerSafe(key):
+		v.fail("%s: kind or key is not UTF-8 or holds a control character", what)
 	case len(id) > MaxIDBytes:
 		v.fail("%s: identity of %d bytes, over %d", what, len(id), MaxIDBytes)
 	case v.seen[id] != "":
@@ -319,8 +321,11 @@ func (v *validator) update(what string, u Update) {
 	}
 	if o := u.Order; o != nil {
 		v.size += len(o.Tie) + 21
-		if !utf8.ValidString(o.Tie) {
+		switch {
+		case !utf8.ValidString(o.Tie):
 			v.fail("%s: order tie-break is not UTF-8", what)
+		case o.Seq < 0:
+			v.fail("%s: order %d is negative (an event with no creation time?)", what, o.Seq)
 		}
 	}
 	if u.After != "" && v.seen[u.After] != "fact" {
@@ -356,8 +361,9 @@ func (v *validator) outbound(what string, o Outbound) {
 	v.end(what)
 }
 
-// headerSafe reports whether s may travel as an HTTP header value: valid
-// UTF-8 without control characters.
+// headerSafe reports whether s is valid UTF-8 without control characters:
+// what an identity may hold (it is logged, and an outbound row's key
+// travels as an HTTP header).
 func headerSafe(s string) bool {
 	if !utf8.ValidString(s) {
 		return false
@@ -384,6 +390,14 @@ func valueSize(v any) (int, error) {
 		return len(v), nil
 	case bool:
 		return 1, nil
+	case float64:
+		if math.IsNaN(v) || math.IsInf(v, 0) {
+			return 0, errors.New("NaN or infinite number")
+		}
+	case float32:
+		if math.IsNaN(float64(v)) || math.IsInf(float64(v), 0) {
+			return 0, errors.New("NaN or infinite number")
+		}
 	}
 	if isNumber(v) {
 		return 21, nil

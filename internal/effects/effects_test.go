@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"reflect"
 	"slices"
 	"strings"
@@ -97,6 +98,10 @@ func TestPlanValidate(t *testing.T) {
 		{"attribute of a type the store cannot keep", Plan{Facts: []Fact{{Kind: "k", Key: "1", Attributes: map[string]any{"m": map[string]any{}}}}}, "want a string"},
 		{"attribute not UTF-8", Plan{Facts: []Fact{{Kind: "k", Key: "1", Attributes: map[string]any{"s": "\xff"}}}}, "not UTF-8"},
 		{"key not UTF-8", Plan{Facts: []Fact{fact("k", "\xff")}}, "not UTF-8"},
+		{"key with a newline", Plan{Facts: []Fact{fact("k", "a\nb")}}, "control character"},
+		{"NaN", Plan{Facts: []Fact{{Kind: "k", Key: "1", Attributes: map[string]any{"f": math.NaN()}}}}, "NaN"},
+		{"infinity", Plan{Updates: []Update{upd(Update{Add: map[string]any{"f": math.Inf(1)}})}}, "infinite"},
+		{"order of an event with no creation time", Plan{Updates: []Update{upd(Update{Set: set, Order: ByCreated(inbox.Event{})})}}, "negative"},
 		{"identity at the key limit", Plan{Facts: []Fact{fact("k", strings.Repeat("x", MaxIDBytes-len("fact#k#")))}}, ""},
 		{"identity over the key limit", Plan{Facts: []Fact{fact("k", strings.Repeat("x", MaxIDBytes-len("fact#k#")+1))}}, "over 2048"},
 		{"fact over the item limit", Plan{Facts: []Fact{{Kind: "k", Key: "1", Attributes: map[string]any{"s": strings.Repeat("x", MaxPartBytes)}}}}, "over"},

@@ -35,9 +35,9 @@ const maxTouched = 16 << 10
 // processed with outcome — only while owner still holds the lease (the
 // owner token is the commit's fence: a worker whose lease was taken over
 // cannot commit, whatever its clock says). The event lists the parts it
-// wrote (Touched) and leaves the unfinished index; if the plan has outbox
-// rows it stays in the index's outbox partitions, due at once, until
-// SettleOutbox. It expires after the store's retention.
+// wrote (Touched) and leaves the unfinished index, expiring after the
+// store's retention; if the plan has outbox rows it stays in the index's
+// outbox partitions, due at once and with no expiry, until SettleOutbox.
 //
 // Nothing is written unless everything is. If parts were refused, an
 // *effects.RefusedError names the facts and rows that exist already and
@@ -250,7 +250,13 @@ func (s *Store) processed(k inbox.Key, owner string, outcome inbox.Outcome, touc
 		":now":        str(ts(now)),
 		":expires":    num(now.Add(s.retention).Unix()),
 	}
-	expr := "SET #status = :processed, outcome = :outcome, processed_at = :now, updated_at = :now, expires_at = :expires"
+	expr := "SET #status = :processed, outcome = :outcome, processed_at = :now, updated_at = :now"
+	if len(rows) == 0 {
+		// Finished: retention counts from now. An event with rows is
+		// finished when its outbox settles (SettleOutbox), and does not
+		// expire before.
+		expr += ", expires_at = :expires"
+	}
 	if len(touched) > 0 {
 		expr += ", touched = :touched"
 		values[":touched"] = &types.AttributeValueMemberL{Value: strs(touched)}
@@ -263,6 +269,7 @@ func (s *Store) processed(k inbox.Key, owner string, outcome inbox.Outcome, touc
 		values[":rows"] = &types.AttributeValueMemberL{Value: strs(rows)}
 		values[":shard"] = str(outboxShard(k))
 		values[":nowms"] = num(now.UnixMilli())
+		delete(values, ":expires")
 	} else {
 		expr += " REMOVE lease_owner, lease_until, sweep_shard, due_ms"
 	}
@@ -344,18 +351,20 @@ func cancelled(k inbox.Key, plan effects.Plan, err error) error {
 }
 
 // SettleOutbox records what the delivery of a processed event's outbox
-// left: settled, the event leaves the index; else it stays there, due at
-// due, for the sweep to bring back if its message does not. An event
-// settled already (or not processed) is left as it is.
+// left: settled, the event leaves the index and expires after the store's
+// retention; else it stays there, due at due, for the sweep to bring back
+// if its message does not. An event settled already (or not processed) is
+// left as it is.
 func (s *Store) SettleOutbox(ctx context.Context, k inbox.Key, settled bool, due, now time.Time) error {
 	values := map[string]types.AttributeValue{
 		":processed": str(string(inbox.StatusProcessed)),
 		":pending":   str(outboxPending),
 		":now":       str(ts(now)),
 	}
-	expr := "SET outbox = :settled, updated_at = :now REMOVE sweep_shard, due_ms"
+	expr := "SET outbox = :settled, updated_at = :now, expires_at = :expires REMOVE sweep_shard, due_ms"
 	if settled {
 		values[":settled"] = str(outboxSettled)
+		values[":expires"] = num(now.Add(s.retention).Unix())
 	} else {
 		expr = "SET due_ms = :due, updated_at = :now"
 		values[":due"] = num(due.UnixMilli())

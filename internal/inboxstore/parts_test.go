@@ -252,6 +252,9 @@ func TestOutboxIndex(t *testing.T) {
 	if p, found, err := s.Oldest(ctx); err != nil || found {
 		t.Errorf("oldest: got %+v %t %v, want none", p, found, err)
 	}
+	if got := mustGet(t, s, e.Key, later); !got.ExpiresAt.IsZero() {
+		t.Errorf("expiry with its outbox unsettled: got %s, want none", got.ExpiresAt)
+	}
 	// Not settled: due later, out of the sweep's reach until then.
 	if err := s.SettleOutbox(ctx, e.Key, false, later.Add(time.Minute), later); err != nil {
 		t.Fatal(err)
@@ -268,8 +271,9 @@ func TestOutboxIndex(t *testing.T) {
 	if got, err := s.Overdue(ctx, later.Add(time.Hour), 10); err != nil || len(got) != 0 {
 		t.Errorf("overdue after settling: got %+v %v, want none", got, err)
 	}
-	if got := mustGet(t, s, e.Key, later); got.OutboxPending || !got.DueAt.IsZero() || !slices.Equal(got.OutboxRows, []string{"r1"}) {
-		t.Errorf("settled event: got %+v", got)
+	if got := mustGet(t, s, e.Key, later); got.OutboxPending || !got.DueAt.IsZero() || !slices.Equal(got.OutboxRows, []string{"r1"}) ||
+		!got.ExpiresAt.Equal(time.Unix(later.Add(retention).Unix(), 0)) {
+		t.Errorf("settled event: got %+v, want settled, expiring after the retention", got)
 	}
 	// Settling again, or settling an event with no outbox, changes nothing.
 	if err := s.SettleOutbox(ctx, e.Key, false, later, later); err != nil {

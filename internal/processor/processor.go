@@ -37,6 +37,7 @@ import (
 	"fmt"
 	"log/slog"
 	mrand "math/rand/v2"
+	"slices"
 	"strconv"
 	"sync/atomic"
 	"time"
@@ -519,8 +520,15 @@ func (p *Processor) commit(ctx context.Context, ev inbox.Event, owner string, pl
 		if !errors.As(err, &refused) {
 			return outcome, plan, err
 		}
-		stale = stale || len(refused.Stale) > 0
-		plan, _ = plan.Drop(append(refused.Exists, refused.Stale...)...)
+		// An update refused with a fact it belongs to is that fact's
+		// duplicate, not stale in its own right.
+		plan, _ = plan.Drop(refused.Exists...)
+		for _, id := range refused.Stale {
+			if slices.Contains(plan.IDs(), id) {
+				stale = true
+				plan, _ = plan.Drop(id)
+			}
+		}
 		if plan.Len() == 0 {
 			outcome = inbox.OutcomeDuplicateEffect
 			if stale {

@@ -865,6 +865,7 @@ func TestOutboxAfterCommit(t *testing.T) {
 		complete func(effects.Plan, inbox.Outcome) error
 		get      func() (inbox.Event, error)
 		deliver  func(inbox.Key, []string) (outbox.Settlement, error)
+		plan     *effects.Plan // the handler's, if not plan
 
 		wantRows    [][]string
 		wantRetry   bool
@@ -881,8 +882,12 @@ func TestOutboxAfterCommit(t *testing.T) {
 		{name: "a stale update takes its row with it", receives: 1, claim: claimed,
 			complete: refuseOnce(&effects.RefusedError{Stale: []string{member.ID()}}), deliver: settled,
 			wantRows: [][]string{{receipt.Key, audit.Key}}, wantDelay: -1, wantOutcome: "applied", wantOutbox: "settled"},
-		{name: "everything refused: stale, nothing delivered", receives: 1, claim: claimed,
+		{name: "an update refused with the fact it belongs to is that fact's duplicate, not stale", receives: 1, claim: claimed,
 			complete: refuseOnce(&effects.RefusedError{Exists: []string{inv.ID(), audit.ID()}, Stale: []string{member.ID()}}),
+			wantDelay: -1, wantOutcome: "duplicate_effect"},
+		{name: "a stale update alone: stale, its row not delivered", receives: 1, claim: claimed,
+			plan:     &effects.Plan{Updates: []effects.Update{{Entity: "subscription", Key: "sub_1", Set: map[string]any{"a": 1}}}, Outbound: []effects.Outbound{{Target: "notice", Key: "n", Body: []byte(`{}`), Of: "entity#subscription#sub_1"}}},
+			complete: refuseOnce(&effects.RefusedError{Stale: []string{"entity#subscription#sub_1"}}),
 			wantDelay: -1, wantOutcome: "stale"},
 		{name: "everything a duplicate: duplicate_effect", receives: 1, claim: claimed,
 			complete:  refuseOnce(&effects.RefusedError{Exists: []string{inv.ID(), audit.ID()}}),
@@ -913,7 +918,11 @@ func TestOutboxAfterCommit(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			store := &fakeStore{claim: tt.claim, complete: tt.complete, get: tt.get}
-			h := newHarness(t, store, handlerOf(plan, nil))
+			p := plan
+			if tt.plan != nil {
+				p = *tt.plan
+			}
+			h := newHarness(t, store, handlerOf(p, nil))
 			h.outbox.deliver = tt.deliver
 			if tt.deliver == nil {
 				h.outbox.deliver = func(inbox.Key, []string) (outbox.Settlement, error) {

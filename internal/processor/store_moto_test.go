@@ -40,14 +40,27 @@ func mustStore(tb testing.TB) *inboxstore.Store {
 	return inboxstore.New(db, "inbox", time.Hour)
 }
 
-// mustTable creates the table "inbox" (hash key pk, on demand).
+// mustTable creates the table "inbox" as template.yaml declares it: hash
+// key pk, on demand, with the unfinished index.
 func mustTable(tb testing.TB, db *dynamodb.Client) {
 	tb.Helper()
 	_, err := db.CreateTable(context.Background(), &dynamodb.CreateTableInput{
-		TableName:            aws.String("inbox"),
-		BillingMode:          types.BillingModePayPerRequest,
-		KeySchema:            []types.KeySchemaElement{{AttributeName: aws.String("pk"), KeyType: types.KeyTypeHash}},
-		AttributeDefinitions: []types.AttributeDefinition{{AttributeName: aws.String("pk"), AttributeType: types.ScalarAttributeTypeS}},
+		TableName:   aws.String("inbox"),
+		BillingMode: types.BillingModePayPerRequest,
+		KeySchema:   []types.KeySchemaElement{{AttributeName: aws.String("pk"), KeyType: types.KeyTypeHash}},
+		AttributeDefinitions: []types.AttributeDefinition{
+			{AttributeName: aws.String("pk"), AttributeType: types.ScalarAttributeTypeS},
+			{AttributeName: aws.String("sweep_shard"), AttributeType: types.ScalarAttributeTypeS},
+			{AttributeName: aws.String("received_ms"), AttributeType: types.ScalarAttributeTypeN},
+		},
+		GlobalSecondaryIndexes: []types.GlobalSecondaryIndex{{
+			IndexName: aws.String(inboxstore.UnfinishedIndex),
+			KeySchema: []types.KeySchemaElement{
+				{AttributeName: aws.String("sweep_shard"), KeyType: types.KeyTypeHash},
+				{AttributeName: aws.String("received_ms"), KeyType: types.KeyTypeRange},
+			},
+			Projection: &types.Projection{ProjectionType: types.ProjectionTypeInclude, NonKeyAttributes: []string{"status", "due_ms"}},
+		}},
 	})
 	if err != nil {
 		tb.Fatalf("create table: %v", err)
