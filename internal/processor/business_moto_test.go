@@ -96,7 +96,7 @@ func newClock() *clock {
 	c.ns.Store(time.Now().UnixNano())
 	return c
 }
-func (c *clock) now() time.Time           { return time.Unix(0, c.ns.Load()) }
+func (c *clock) now() time.Time          { return time.Unix(0, c.ns.Load()) }
 func (c *clock) advance(d time.Duration) { c.ns.Add(int64(d)) }
 
 // business is the shipped examples wired as in Lambda, over moto.
