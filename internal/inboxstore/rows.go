@@ -69,6 +69,9 @@ func decodeRow(av map[string]types.AttributeValue) (outbox.Row, error) {
 
 func rowPK(key string) string { return effects.Outbound{Key: key}.ID() }
 
+// Errors of the row operations do not name the row: its key is built from
+// business identifiers, which stay out of logs; callers name it.
+
 // ClaimRow takes a lease on an outbox row for owner until leaseUntil, to
 // deliver it, and counts an attempt; it returns the row as it was before
 // the claim. It succeeds for pending and failed rows that are due, and for
@@ -105,22 +108,22 @@ func (s *Store) ClaimRow(ctx context.Context, key, owner string, now, leaseUntil
 	switch {
 	case errors.As(err, &ccf):
 		if ccf.Item == nil {
-			return outbox.Row{}, fmt.Errorf("claim row %s: %w", key, inbox.ErrNotFound)
+			return outbox.Row{}, fmt.Errorf("claim row: %w", inbox.ErrNotFound)
 		}
 		r, derr := decodeRow(ccf.Item)
 		switch {
 		case derr != nil:
-			return outbox.Row{}, fmt.Errorf("claim row %s: %w", key, derr)
+			return outbox.Row{}, fmt.Errorf("claim row: %w", derr)
 		case r.State.Final():
-			return r, fmt.Errorf("claim row %s: %s: %w", key, r.State, outbox.ErrFinal)
+			return r, fmt.Errorf("claim row: %s: %w", r.State, outbox.ErrFinal)
 		case r.State == outbox.Delivering && r.LeaseOwner == owner:
 			return r, nil
 		case r.State == outbox.Delivering:
-			return r, fmt.Errorf("claim row %s: held by %s until %s: %w", key, r.LeaseOwner, ts(r.LeaseUntil), inbox.ErrClaimed)
+			return r, fmt.Errorf("claim row: held by %s until %s: %w", r.LeaseOwner, ts(r.LeaseUntil), inbox.ErrClaimed)
 		}
-		return r, fmt.Errorf("claim row %s: due at %s: %w", key, ts(r.DueAt), inbox.ErrNotDue)
+		return r, fmt.Errorf("claim row: due at %s: %w", ts(r.DueAt), inbox.ErrNotDue)
 	case err != nil:
-		return outbox.Row{}, awserr.Wrap("claim row "+key, err)
+		return outbox.Row{}, awserr.Wrap("claim row", err)
 	}
 	return decodeRow(out.Attributes)
 }
@@ -165,7 +168,7 @@ func (s *Store) FinishRow(ctx context.Context, key, owner string, res outbox.Res
 		values[":review"] = str(ReviewShard)
 		remove += ", due_ms"
 	default:
-		return fmt.Errorf("finish row %s: state %q is not an outcome", key, res.State)
+		return fmt.Errorf("finish row: state %q is not an outcome", res.State)
 	}
 	_, err := s.api.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 		TableName:                 &s.table,
@@ -178,9 +181,9 @@ func (s *Store) FinishRow(ctx context.Context, key, owner string, res outbox.Res
 	var ccf *types.ConditionalCheckFailedException
 	switch {
 	case errors.As(err, &ccf):
-		return fmt.Errorf("finish row %s: %w", key, inbox.ErrLeaseLost)
+		return fmt.Errorf("finish row: %w", inbox.ErrLeaseLost)
 	case err != nil:
-		return awserr.Wrap("finish row "+key, err)
+		return awserr.Wrap("finish row", err)
 	}
 	return nil
 }

@@ -169,8 +169,8 @@ type Settlement struct {
 func (d *Deliverer) Deliver(work, book context.Context, ev inbox.Key, rows []string, owner string) (Settlement, error) {
 	st := Settlement{Settled: true, States: make(map[State]int, len(rows))}
 	var errs []error
-	for _, key := range rows {
-		state, due, sent, err := d.one(work, book, ev, key, owner)
+	for i, key := range rows {
+		state, due, sent, err := d.one(work, book, ev, i, key, owner)
 		st.States[state]++
 		if sent {
 			st.Sent++
@@ -193,7 +193,11 @@ func (d *Deliverer) Deliver(work, book context.Context, ev inbox.Key, rows []str
 
 // one delivers one row, if it is this owner's to deliver now, and returns
 // its state and, when it is not final, when it is due again.
-func (d *Deliverer) one(work, book context.Context, ev inbox.Key, key, owner string) (state State, due time.Time, sent bool, err error) {
+//
+// Logs and errors name the row by its event and its place in the event's
+// outbox (row), never by its key: keys are built from business
+// identifiers (an invoice id), which stay out of logs.
+func (d *Deliverer) one(work, book context.Context, ev inbox.Key, i int, key, owner string) (state State, due time.Time, sent bool, err error) {
 	now := d.cfg.Now()
 	// The row's target is not known before the claim: the longest timeout
 	// any target has decides whether there is time to start.
@@ -212,10 +216,10 @@ func (d *Deliverer) one(work, book context.Context, ev inbox.Key, key, owner str
 	case errors.Is(err, inbox.ErrNotFound):
 		// Listed by the event but absent: written in the same
 		// transaction, so only an operator's deletion does this.
-		d.cfg.Logger.Error("outbox row missing", "event_key", ev.String(), "row", key)
+		d.cfg.Logger.Error("outbox row missing", "event_key", ev.String(), "row", i)
 		return Dead, time.Time{}, false, nil
 	case err != nil:
-		return Pending, now.Add(d.cfg.RetryBase), false, err
+		return Pending, now.Add(d.cfg.RetryBase), false, fmt.Errorf("row %d: %w", i, err)
 	}
 	attempt := prev.Attempts + 1
 	target, known := d.cfg.Targets[prev.Target]
@@ -229,7 +233,7 @@ func (d *Deliverer) one(work, book context.Context, ev inbox.Key, key, owner str
 		res = Result{State: Failed, Cause: fmt.Sprintf("no target %q is configured", prev.Target)}
 	case target.URL == "":
 		res = Result{State: Delivered, DeliveredTo: "log"}
-		d.cfg.Logger.Info("outbox row delivered to the log", "event_key", ev.String(), "row", key, "target", prev.Target, "body_bytes", len(prev.Body))
+		d.cfg.Logger.Info("outbox row delivered to the log", "event_key", ev.String(), "row", i, "target", prev.Target, "body_bytes", len(prev.Body))
 	default:
 		res = d.send(work, target, prev)
 		sent = true
@@ -247,10 +251,10 @@ func (d *Deliverer) one(work, book context.Context, ev inbox.Key, key, owner str
 		// Not recorded: the row stays delivering until its lease ends,
 		// then its next claim finds it so (unknown, unless its target
 		// dedupes) — or another worker already decided it.
-		d.cfg.Logger.Warn("outbox row", "event_key", ev.String(), "row", key, "state", string(res.State), "error", err.Error())
-		return Delivering, now.Add(d.longestTimeout() + leaseMargin), sent, fmt.Errorf("row %s: recording %s: %w", key, res.State, err)
+		d.cfg.Logger.Warn("outbox row", "event_key", ev.String(), "row", i, "state", string(res.State), "error", err.Error())
+		return Delivering, now.Add(d.longestTimeout() + leaseMargin), sent, fmt.Errorf("row %d: recording %s: %w", i, res.State, err)
 	}
-	attrs := []any{"event_key", ev.String(), "row", key, "target", prev.Target, "state", string(res.State), "attempt", attempt}
+	attrs := []any{"event_key", ev.String(), "row", i, "target", prev.Target, "state", string(res.State), "attempt", attempt}
 	if res.StatusCode != 0 {
 		attrs = append(attrs, "status_code", res.StatusCode)
 	}

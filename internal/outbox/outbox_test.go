@@ -391,8 +391,11 @@ func TestDeliverWithoutReceiver(t *testing.T) {
 	if st.Settled {
 		t.Error("settled with a failed row")
 	}
-	if !strings.Contains(logs.String(), "outbox row delivered to the log") || strings.Contains(logs.String(), "in_1") {
-		t.Errorf("logs: want the delivery logged without the body, got %s", logs)
+	// Rows are named by their place in the event's outbox: their keys, and
+	// their bodies, hold business identifiers.
+	if !strings.Contains(logs.String(), "outbox row delivered to the log") || strings.Contains(logs.String(), "in_1") ||
+		strings.Contains(logs.String(), `"logged"`) || strings.Contains(logs.String(), `"orphan"`) {
+		t.Errorf("logs: want the delivery logged without the row's key or body, got %s", logs)
 	}
 }
 
