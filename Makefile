@@ -105,6 +105,10 @@ bench-processor: $(DYNOXIDE) ## Processor: a batch of 10 events against one, wit
 	      for (k in sum) printf "%-32s %8.1f ms  %5.2fx one event\n", k, sum[k] / n[k] / 1e6, sum[k] / n[k] / one }' | sort
 BENCH_BATCHES ?= 20
 
+.PHONY: bench-units
+bench-units: $(DYNOXIDE) ## Each example path: DynamoDB capacity per event (as dynoxide reports it) and commit-to-receipt time.
+	DYNOXIDE=$(DYNOXIDE) $(GO) test -run='^$$' -bench='^BenchmarkExamplePaths$$' -benchtime=50x ./internal/processor/
+
 .PHONY: fuzz
 fuzz: ## Every fuzz target of the parsers in turn, FUZZTIME each (FUZZTIME=5m for a long run).
 	@set -e; for pkg in $(FUZZ_PKGS); do \
