@@ -631,3 +631,28 @@ func str(s string) types.AttributeValue { return &types.AttributeValueMemberS{Va
 func num(n int64) types.AttributeValue {
 	return &types.AttributeValueMemberN{Value: strconv.FormatInt(n, 10)}
 }
+
+// TableInput is the table the store works on, named name, as template.yaml
+// declares it (infra/local/template's tests hold the two together): hash
+// key pk, on demand, with the unfinished index. Tests and tools create it
+// with it.
+func TableInput(name string) *dynamodb.CreateTableInput {
+	return &dynamodb.CreateTableInput{
+		TableName:   aws.String(name),
+		BillingMode: types.BillingModePayPerRequest,
+		KeySchema:   []types.KeySchemaElement{{AttributeName: aws.String("pk"), KeyType: types.KeyTypeHash}},
+		AttributeDefinitions: []types.AttributeDefinition{
+			{AttributeName: aws.String("pk"), AttributeType: types.ScalarAttributeTypeS},
+			{AttributeName: aws.String("sweep_shard"), AttributeType: types.ScalarAttributeTypeS},
+			{AttributeName: aws.String("received_ms"), AttributeType: types.ScalarAttributeTypeN},
+		},
+		GlobalSecondaryIndexes: []types.GlobalSecondaryIndex{{
+			IndexName: aws.String(UnfinishedIndex),
+			KeySchema: []types.KeySchemaElement{
+				{AttributeName: aws.String("sweep_shard"), KeyType: types.KeyTypeHash},
+				{AttributeName: aws.String("received_ms"), KeyType: types.KeyTypeRange},
+			},
+			Projection: &types.Projection{ProjectionType: types.ProjectionTypeInclude, NonKeyAttributes: []string{"status", "due_ms"}},
+		}},
+	}
+}

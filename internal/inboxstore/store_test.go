@@ -14,9 +14,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/webhook-inbox/webhook-inbox/internal/awstest"
 	"github.com/webhook-inbox/webhook-inbox/internal/effects"
@@ -53,24 +51,7 @@ func mustStore(tb testing.TB) *inboxstore.Store {
 	cfg := mustMoto(tb).SerialConfig()
 	db := dynamodb.NewFromConfig(cfg)
 	name := fmt.Sprintf("inbox-%d", tables.Add(1))
-	_, err := db.CreateTable(context.Background(), &dynamodb.CreateTableInput{
-		TableName:   aws.String(name),
-		BillingMode: types.BillingModePayPerRequest,
-		KeySchema:   []types.KeySchemaElement{{AttributeName: aws.String("pk"), KeyType: types.KeyTypeHash}},
-		AttributeDefinitions: []types.AttributeDefinition{
-			{AttributeName: aws.String("pk"), AttributeType: types.ScalarAttributeTypeS},
-			{AttributeName: aws.String("sweep_shard"), AttributeType: types.ScalarAttributeTypeS},
-			{AttributeName: aws.String("received_ms"), AttributeType: types.ScalarAttributeTypeN},
-		},
-		GlobalSecondaryIndexes: []types.GlobalSecondaryIndex{{
-			IndexName: aws.String(inboxstore.UnfinishedIndex),
-			KeySchema: []types.KeySchemaElement{
-				{AttributeName: aws.String("sweep_shard"), KeyType: types.KeyTypeHash},
-				{AttributeName: aws.String("received_ms"), KeyType: types.KeyTypeRange},
-			},
-			Projection: &types.Projection{ProjectionType: types.ProjectionTypeInclude, NonKeyAttributes: []string{"status", "due_ms"}},
-		}},
-	})
+	_, err := db.CreateTable(context.Background(), inboxstore.TableInput(name))
 	if err != nil {
 		tb.Fatalf("create table %s: %v", name, err)
 	}

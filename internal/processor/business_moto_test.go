@@ -104,14 +104,14 @@ type business struct {
 	s     *inboxstore.Store
 	rc    *receiptReceiver
 	clock *clock
-	dlq   *recordingDLQ
+	dlq   *recordingQueue
 	logs  *bytes.Buffer
 	mu    sync.Mutex
 }
 
 func newBusiness(tb testing.TB) *business {
 	tb.Helper()
-	return &business{s: mustStore(tb), rc: newReceiver(tb), clock: newClock(), dlq: &recordingDLQ{}, logs: &bytes.Buffer{}}
+	return &business{s: mustStore(tb), rc: newReceiver(tb), clock: newClock(), dlq: &recordingQueue{}, logs: &bytes.Buffer{}}
 }
 
 // processor returns a processor whose outbox delivers through store (the
@@ -463,13 +463,13 @@ func TestReceiptEndpointDown(t *testing.T) {
 
 	b.rc.set("ok")
 	b.clock.advance(2 * time.Hour)
-	sent := &capturingQueue{}
+	sent := &recordingQueue{}
 	r := &replay.Replayer{Store: b.s, Main: sent, SweepAfter: 5 * time.Minute, Logger: slog.New(slog.DiscardHandler), Now: b.clock.now}
 	sum, err := r.Handle(context.Background(), replay.Request{Action: replay.ActionSweep, DryRun: new(bool)})
-	if err != nil || sum.Moved != 1 || len(sent.bodies) != 1 {
-		t.Fatalf("sweep: got %+v, %v, sent %v; want the event re-enqueued", sum, err, sent.bodies)
+	if err != nil || sum.Moved != 1 || len(sent.sent) != 1 {
+		t.Fatalf("sweep: got %+v, %v, sent %v; want the event re-enqueued", sum, err, sent.sent)
 	}
-	if got := b.handle(t, b.processor(t, nil, nil), events.SQSMessage{MessageId: "swept", Body: sent.bodies[0], Attributes: map[string]string{"ApproximateReceiveCount": "1"}}); len(got) != 0 {
+	if got := b.handle(t, b.processor(t, nil, nil), events.SQSMessage{MessageId: "swept", Body: sent.sent[0], Attributes: map[string]string{"ApproximateReceiveCount": "1"}}); len(got) != 0 {
 		t.Errorf("swept message: got retries %v", got)
 	}
 	requests, accepted := b.rc.counts()
@@ -487,18 +487,6 @@ func TestReceiptEndpointDown(t *testing.T) {
 	if got := membership(b, t)["paid_through"]; got != int64(periodEnd) {
 		t.Errorf("paid_through: got %v", got)
 	}
-}
-
-type capturingQueue struct {
-	mu     sync.Mutex
-	bodies []string
-}
-
-func (q *capturingQueue) Send(_ context.Context, body string) error {
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	q.bodies = append(q.bodies, body)
-	return nil
 }
 
 // TestReceiptUnknownOrRejected: a receiver that accepts and then does not

@@ -192,6 +192,19 @@ func newHarness(tb testing.TB, store *fakeStore, h effects.Handler, opts ...func
 	return hs
 }
 
+// assertDelay checks the delay set on a message: want, or none when want
+// is negative.
+func (h *harness) assertDelay(tb testing.TB, receipt string, want time.Duration) {
+	tb.Helper()
+	d, set := h.vis.get(receipt)
+	switch {
+	case want < 0 && set:
+		tb.Errorf("delay: got %s, want none", d)
+	case want >= 0 && (!set || d != want):
+		tb.Errorf("delay: got %s (set %v), want %s", d, set, want)
+	}
+}
+
 type lockedWriter struct {
 	mu sync.Mutex
 	w  *bytes.Buffer
@@ -422,13 +435,7 @@ func TestRecordOutcomes(t *testing.T) {
 			if len(h.dlq.sent) != tt.wantDLQ {
 				t.Errorf("sent to DLQ: got %d, want %d", len(h.dlq.sent), tt.wantDLQ)
 			}
-			d, set := h.vis.get("rh-m1")
-			switch {
-			case tt.wantDelay < 0 && set:
-				t.Errorf("delay: got %s, want none", d)
-			case tt.wantDelay >= 0 && (!set || d != tt.wantDelay):
-				t.Errorf("delay: got %s (set %v), want %s", d, set, tt.wantDelay)
-			}
+			h.assertDelay(t, "rh-m1", tt.wantDelay)
 			if want := `"outcome":"` + tt.wantOutcome + `"`; !strings.Contains(h.logs.String(), want) {
 				t.Errorf("logs: got %s, want %s", h.logs, want)
 			}
@@ -942,13 +949,7 @@ func TestOutboxAfterCommit(t *testing.T) {
 			if len(h.dlq.sent) != 0 || len(store.fails) != 0 {
 				t.Errorf("got DLQ %v and failures %v, want neither: the event is processed", h.dlq.sent, store.fails)
 			}
-			d, set := h.vis.get("rh-m1")
-			switch {
-			case tt.wantDelay < 0 && set:
-				t.Errorf("delay: got %s, want none", d)
-			case tt.wantDelay >= 0 && (!set || d != tt.wantDelay):
-				t.Errorf("delay: got %s (set %v), want %s", d, set, tt.wantDelay)
-			}
+			h.assertDelay(t, "rh-m1", tt.wantDelay)
 			logs := h.logs.String()
 			if want := `"outcome":"` + tt.wantOutcome + `"`; !strings.Contains(logs, want) {
 				t.Errorf("logs: got %s, want %s", logs, want)

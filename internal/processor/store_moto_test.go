@@ -12,9 +12,7 @@ import (
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
-	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/webhook-inbox/webhook-inbox/internal/awstest"
 	"github.com/webhook-inbox/webhook-inbox/internal/effects"
@@ -44,24 +42,7 @@ func mustStore(tb testing.TB) *inboxstore.Store {
 // key pk, on demand, with the unfinished index.
 func mustTable(tb testing.TB, db *dynamodb.Client) {
 	tb.Helper()
-	_, err := db.CreateTable(context.Background(), &dynamodb.CreateTableInput{
-		TableName:   aws.String("inbox"),
-		BillingMode: types.BillingModePayPerRequest,
-		KeySchema:   []types.KeySchemaElement{{AttributeName: aws.String("pk"), KeyType: types.KeyTypeHash}},
-		AttributeDefinitions: []types.AttributeDefinition{
-			{AttributeName: aws.String("pk"), AttributeType: types.ScalarAttributeTypeS},
-			{AttributeName: aws.String("sweep_shard"), AttributeType: types.ScalarAttributeTypeS},
-			{AttributeName: aws.String("received_ms"), AttributeType: types.ScalarAttributeTypeN},
-		},
-		GlobalSecondaryIndexes: []types.GlobalSecondaryIndex{{
-			IndexName: aws.String(inboxstore.UnfinishedIndex),
-			KeySchema: []types.KeySchemaElement{
-				{AttributeName: aws.String("sweep_shard"), KeyType: types.KeyTypeHash},
-				{AttributeName: aws.String("received_ms"), KeyType: types.KeyTypeRange},
-			},
-			Projection: &types.Projection{ProjectionType: types.ProjectionTypeInclude, NonKeyAttributes: []string{"status", "due_ms"}},
-		}},
-	})
+	_, err := db.CreateTable(context.Background(), inboxstore.TableInput("inbox"))
 	if err != nil {
 		tb.Fatalf("create table: %v", err)
 	}
@@ -224,13 +205,13 @@ func TestSameInvoiceTwoEvents(t *testing.T) {
 	}
 }
 
-// recordingDLQ keeps what is sent to it.
-type recordingDLQ struct {
+// recordingQueue keeps what is sent to it: a DLQ, or the main queue.
+type recordingQueue struct {
 	mu   sync.Mutex
 	sent []string
 }
 
-func (d *recordingDLQ) Send(_ context.Context, body string) error {
+func (d *recordingQueue) Send(_ context.Context, body string) error {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	d.sent = append(d.sent, body)
@@ -248,7 +229,7 @@ func lastReceive(m events.SQSMessage) events.SQSMessage {
 // event stays with whoever answers for it.
 func TestLastReceiveKeepsTheDLQConsistent(t *testing.T) {
 	ctx := context.Background()
-	newProcessor := func(t *testing.T, s *inboxstore.Store, routes processor.Routes, now func() time.Time) (*processor.Processor, *recordingDLQ) {
+	newProcessor := func(t *testing.T, s *inboxstore.Store, routes processor.Routes, now func() time.Time) (*processor.Processor, *recordingQueue) {
 		t.Helper()
 		return mustProcessorWith(t, s, routes, now)
 	}
@@ -358,9 +339,9 @@ func TestUnfinishedEventsDoNotExpire(t *testing.T) {
 	}
 }
 
-func mustProcessorWith(tb testing.TB, s processor.Store, routes processor.Routes, now func() time.Time) (*processor.Processor, *recordingDLQ) {
+func mustProcessorWith(tb testing.TB, s processor.Store, routes processor.Routes, now func() time.Time) (*processor.Processor, *recordingQueue) {
 	tb.Helper()
-	dlq := &recordingDLQ{}
+	dlq := &recordingQueue{}
 	p, err := processor.New(processor.Config{
 		Store: s, Outbox: mustOutbox(tb, s, now), DeadLetters: dlq, Visibility: nopVisibility{}, Routes: routes, MaxReceiveCount: 5,
 		Logger: slog.New(slog.NewJSONHandler(&bytes.Buffer{}, nil)), Now: now,

@@ -236,6 +236,21 @@ func TestTemplateTable(t *testing.T) {
 	if tbl.BillingMode != "PAY_PER_REQUEST" {
 		t.Errorf("BillingMode = %q, want PAY_PER_REQUEST", tbl.BillingMode)
 	}
+	// The table the store's tests create is this one.
+	in := inboxstore.TableInput("inbox")
+	var attrs []AttributeDefinition
+	for _, a := range in.AttributeDefinitions {
+		attrs = append(attrs, AttributeDefinition{*a.AttributeName, string(a.AttributeType)})
+	}
+	var keys []KeyElement
+	for _, k := range in.GlobalSecondaryIndexes[0].KeySchema {
+		keys = append(keys, KeyElement{*k.AttributeName, string(k.KeyType)})
+	}
+	if ix := in.GlobalSecondaryIndexes[0]; !slices.Equal(attrs, tbl.AttributeDefinitions) || !slices.Equal(keys, gsi.KeySchema) ||
+		string(ix.Projection.ProjectionType) != gsi.ProjectionType || !slices.Equal(ix.Projection.NonKeyAttributes, gsi.NonKeyAttributes) ||
+		string(in.BillingMode) != tbl.BillingMode || len(in.GlobalSecondaryIndexes) != len(tbl.GlobalSecondaryIndexes) {
+		t.Errorf("inboxstore.TableInput differs from the template's table: %+v", in)
+	}
 	if !tbl.PointInTimeRecovery {
 		t.Error("PointInTimeRecovery = false, want true")
 	}
