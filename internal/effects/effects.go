@@ -151,7 +151,10 @@ type Outbound struct {
 func (o Outbound) ID() string { return OutboundPrefix + o.Key }
 
 // KeyOf is the idempotency key of a call to target about a part (a fact's
-// or an update's ID) or about an event (its key's String).
+// ID) or about an event (its key's String). An update's ID is its
+// entity's, so a row keyed by it is one row per entity ever: every later
+// update's row would be refused as existing. Key an update's rows by the
+// event, or by the order the update carries.
 func KeyOf(about, target string) string { return about + "/" + target }
 
 // Plan is everything a handler wants done for one event.
@@ -175,6 +178,13 @@ const (
 	// MaxKeyBytes bounds an outbound row's idempotency key: the event
 	// lists its rows' keys, and the key travels as a header.
 	MaxKeyBytes = 1024
+	// MaxOutboundKeyBytes bounds the keys of one plan's rows together:
+	// the event lists them, and the event, its payload included, must
+	// stay one 400 KB item.
+	MaxOutboundKeyBytes = 16 << 10
+	// MaxAttributes bounds the attributes one update changes, keeping its
+	// update expression inside DynamoDB's limits (4 KB, 300 operators).
+	MaxAttributes = 100
 	// MaxPartBytes keeps a part, with the store's own attributes, well
 	// inside DynamoDB's 400 KB item.
 	MaxPartBytes = 350 << 10
@@ -183,10 +193,13 @@ const (
 	MaxPlanBytes = 3 << 20
 )
 
-// Attribute names the store writes on parts; a handler may not use them.
+// Attribute names the store writes on parts, and those the table itself
+// gives a meaning (its TTL attribute, the keys and filter of its index: a
+// part carrying them would expire, or enter the sweep's index); a handler
+// may not use them.
 var (
-	ReservedFact   = names("pk", "fact_kind", "fact_key", "event_key", "recorded_at")
-	ReservedEntity = names("pk", "entity_kind", "entity_key", "seq", "seq_tie", "updated_by", "updated_at")
+	ReservedFact   = names("pk", "fact_kind", "fact_key", "event_key", "recorded_at", "expires_at", "sweep_shard", "received_ms", "due_ms")
+	ReservedEntity = names("pk", "entity_kind", "entity_key", "seq", "seq_tie", "updated_by", "updated_at", "expires_at", "sweep_shard", "received_ms", "due_ms")
 )
 
 func names(n ...string) map[string]bool {
@@ -217,8 +230,13 @@ func (p Plan) Validate() error {
 	for i, u := range p.Updates {
 		v.update(fmt.Sprintf("update %d (%s)", i, u.ID()), u)
 	}
+	keys := 0
 	for i, o := range p.Outbound {
 		v.outbound(fmt.Sprintf("outbound %d (%s)", i, o.ID()), o)
+		keys += len(o.Key)
+	}
+	if v.err == nil && keys > MaxOutboundKeyBytes {
+		v.err = fmt.Errorf("outbound keys of %d bytes together, over %d (the event lists them)", keys, MaxOutboundKeyBytes)
 	}
 	if v.err == nil && v.total > MaxPlanBytes {
 		v.err = fmt.Errorf("parts of about %d bytes, over %d in one transaction", v.total, MaxPlanBytes)
@@ -291,6 +309,9 @@ func (v *validator) update(what string, u Update) {
 	if len(u.Set) == 0 && len(u.Add) == 0 && u.Transition == nil {
 		v.fail("%s: nothing to change (no Set, Add or Transition)", what)
 	}
+	if n := len(u.Set) + len(u.Add); n > MaxAttributes {
+		v.fail("%s: %d attributes, over %d in one update", what, n, MaxAttributes)
+	}
 	for name, val := range u.Add {
 		if !isNumber(val) {
 			v.fail("%s: Add %q: %T is not a number", what, name, val)
@@ -304,6 +325,8 @@ func (v *validator) update(what string, u Update) {
 		switch {
 		case t.Attr == "" || t.To == "":
 			v.fail("%s: transition with an empty attribute or state", what)
+		case !utf8.ValidString(t.Attr):
+			v.fail("%s: transition attribute is not UTF-8", what)
 		case ReservedEntity[t.Attr]:
 			v.fail("%s: transition attribute %q is the store's own", what, t.Attr)
 		case taken[t.Attr]:
@@ -351,6 +374,8 @@ func (v *validator) outbound(what string, o Outbound) {
 		v.fail("%s: target is not UTF-8", what)
 	case !json.Valid(o.Body):
 		v.fail("%s: body is not JSON", what)
+	case !utf8.Valid(o.Body):
+		v.fail("%s: body is not UTF-8", what)
 	case o.Of != "" && v.seen[o.Of] != "fact" && v.seen[o.Of] != "update":
 		v.fail("%s: of %q, which is not a fact or update of this plan", what, o.Of)
 	case v.seen[o.ID()] != "":
@@ -391,18 +416,31 @@ func valueSize(v any) (int, error) {
 	case bool:
 		return 1, nil
 	case float64:
-		if math.IsNaN(v) || math.IsInf(v, 0) {
-			return 0, errors.New("NaN or infinite number")
+		if err := storable(v); err != nil {
+			return 0, err
 		}
 	case float32:
-		if math.IsNaN(float64(v)) || math.IsInf(float64(v), 0) {
-			return 0, errors.New("NaN or infinite number")
+		if err := storable(float64(v)); err != nil {
+			return 0, err
 		}
 	}
 	if isNumber(v) {
 		return 21, nil
 	}
 	return 0, fmt.Errorf("value of type %T: want a string, a number or a bool", v)
+}
+
+// storable refuses the floats DynamoDB cannot keep: NaN, infinities, and
+// magnitudes outside 1e-130 to 9.9…e125.
+func storable(f float64) error {
+	a := math.Abs(f)
+	switch {
+	case math.IsNaN(f) || math.IsInf(f, 0):
+		return errors.New("NaN or infinite number")
+	case a >= 1e126 || (a != 0 && a < 1e-130):
+		return fmt.Errorf("number %g is outside DynamoDB's range", f)
+	}
+	return nil
 }
 
 // Drop returns the plan without the parts whose IDs are listed and

@@ -99,6 +99,15 @@ func TestPlanValidate(t *testing.T) {
 		{"attribute not UTF-8", Plan{Facts: []Fact{{Kind: "k", Key: "1", Attributes: map[string]any{"s": "\xff"}}}}, "not UTF-8"},
 		{"key not UTF-8", Plan{Facts: []Fact{fact("k", "\xff")}}, "not UTF-8"},
 		{"key with a newline", Plan{Facts: []Fact{fact("k", "a\nb")}}, "control character"},
+		{"a table attribute on a fact", Plan{Facts: []Fact{{Kind: "k", Key: "1", Attributes: map[string]any{"expires_at": 1}}}}, "store's own"},
+		{"a table attribute on an entity", Plan{Updates: []Update{upd(Update{Set: map[string]any{"sweep_shard": "review"}})}}, "store's own"},
+		{"an index attribute added to", Plan{Updates: []Update{upd(Update{Add: map[string]any{"due_ms": 1}})}}, "store's own"},
+		{"a number over DynamoDB's range", Plan{Facts: []Fact{{Kind: "k", Key: "1", Attributes: map[string]any{"f": 1e130}}}}, "outside"},
+		{"a number under DynamoDB's range", Plan{Facts: []Fact{{Kind: "k", Key: "1", Attributes: map[string]any{"f": 1e-140}}}}, "outside"},
+		{"zero", Plan{Facts: []Fact{{Kind: "k", Key: "1", Attributes: map[string]any{"f": 0.0}}}}, ""},
+		{"too many attributes in one update", Plan{Updates: []Update{upd(Update{Set: manyAttrs(MaxAttributes + 1)})}}, "over 100"},
+		{"an outbound body not UTF-8", Plan{Outbound: []Outbound{row(Outbound{Body: json.RawMessage("\"\xff\"")})}}, "not UTF-8"},
+		{"outbound keys over their budget", Plan{Outbound: longKeys(17)}, "together"},
 		{"NaN", Plan{Facts: []Fact{{Kind: "k", Key: "1", Attributes: map[string]any{"f": math.NaN()}}}}, "NaN"},
 		{"infinity", Plan{Updates: []Update{upd(Update{Add: map[string]any{"f": math.Inf(1)}})}}, "infinite"},
 		{"order of an event with no creation time", Plan{Updates: []Update{upd(Update{Set: set, Order: ByCreated(inbox.Event{})})}}, "negative"},
@@ -162,6 +171,22 @@ func manyFacts(n int) []Fact {
 	var out []Fact
 	for i := range n {
 		out = append(out, fact("k", fmt.Sprint(i)))
+	}
+	return out
+}
+
+func manyAttrs(n int) map[string]any {
+	m := make(map[string]any, n)
+	for i := range n {
+		m[fmt.Sprint("a", i)] = i
+	}
+	return m
+}
+
+func longKeys(n int) []Outbound {
+	var out []Outbound
+	for i := range n {
+		out = append(out, Outbound{Target: "t", Key: fmt.Sprintf("%04d", i) + strings.Repeat("k", 1020), Body: json.RawMessage("{}")})
 	}
 	return out
 }

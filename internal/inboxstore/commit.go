@@ -319,7 +319,17 @@ func cancelled(k inbox.Key, plan effects.Plan, err error) error {
 	}
 	switch {
 	case codes["ValidationError"]:
-		return fmt.Errorf("%s: %w: %w", op, inbox.ErrInvalid, tce)
+		// Name the part DynamoDB refused and why: this is the reason the
+		// event dies with.
+		for i, r := range reasons {
+			if aws.ToString(r.Code) == "ValidationError" {
+				part := "the event"
+				if i < n {
+					part = ids[i]
+				}
+				return fmt.Errorf("%s: %w: %s: %s", op, inbox.ErrInvalid, part, aws.ToString(r.Message))
+			}
+		}
 	case len(reasons) == n+1 && aws.ToString(reasons[n].Code) == "ConditionalCheckFailed":
 		if old := reasons[n].Item; old != nil {
 			if ev, derr := decode(old); derr == nil && ev.Status == inbox.StatusProcessed {

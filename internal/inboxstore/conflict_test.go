@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -120,6 +121,9 @@ func TestCompleteDecodesReasons(t *testing.T) {
 			if tt.want != nil {
 				if !errors.Is(err, tt.want) {
 					t.Errorf("got %v, want %v", err, tt.want)
+				}
+				if tt.want == inbox.ErrInvalid && !strings.Contains(err.Error(), u.ID()) {
+					t.Errorf("got %v, want it to name the refused part %s", err, u.ID())
 				}
 				return
 			}

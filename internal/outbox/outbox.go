@@ -186,7 +186,12 @@ func (d *Deliverer) Deliver(work, book context.Context, ev inbox.Key, rows []str
 		}
 	}
 	if err := d.cfg.Store.SettleOutbox(book, ev, st.Settled, st.Due, d.cfg.Now()); err != nil {
+		// Not told: the caller comes back, and the next pass, finding
+		// the rows as they are, tells it again.
 		errs = append(errs, err)
+		if st.Settled {
+			st.Settled, st.Due = false, d.cfg.Now()
+		}
 	}
 	return st, errors.Join(errs...)
 }
@@ -296,7 +301,13 @@ const maxResponse = 64 << 10
 // send makes the call and classifies what came of it:
 //
 //   - 2xx: delivered;
-//   - 429, 408 and 5xx: failed (the receiver says to come back);
+//   - 503, 429 and 408: failed (the receiver says to come back, having
+//     done nothing);
+//   - other 5xx (500, a gateway's 502 or 504): the receiver, or the one
+//     behind its gateway, may have acted on the request before failing:
+//     unknown, or failed for a target that dedupes;
+//   - 409 from a target that dedupes: its answer to a request with the
+//     key still in progress: failed;
 //   - other 4xx, and 3xx (redirects are not followed): rejected;
 //   - an error before a connection was had (connection refused, DNS,
 //     TLS) or a write that failed: failed, the receiver cannot have the
@@ -334,6 +345,12 @@ func (d *Deliverer) send(ctx context.Context, t Target, r Row) Result {
 	}
 	resp, err := d.cfg.Client.Do(req)
 	if err != nil {
+		// The URL stays out of the cause: it is logged and kept on the
+		// row, and a receiver's URL may carry a token.
+		var uerr *url.Error
+		if errors.As(err, &uerr) {
+			err = uerr.Err
+		}
 		// Sent, or possibly sent: the whole request was written, or a
 		// connection was had and Do returned before the transport said
 		// whether its write went through.
@@ -352,8 +369,11 @@ func (d *Deliverer) send(ctx context.Context, t Target, r Row) Result {
 	switch {
 	case code >= 200 && code < 300:
 		res.State, res.DeliveredTo = Delivered, "http"
-	case code == http.StatusTooManyRequests || code == http.StatusRequestTimeout || code >= 500:
+	case code == http.StatusServiceUnavailable || code == http.StatusTooManyRequests || code == http.StatusRequestTimeout,
+		t.RetryUnknown && (code >= 500 || code == http.StatusConflict):
 		res.State, res.Cause = Failed, fmt.Sprintf("the receiver answered %d", code)
+	case code >= 500:
+		res.State, res.Cause = Unknown, fmt.Sprintf("the receiver answered %d: it may have acted on the request", code)
 	default:
 		res.State, res.Cause = Rejected, fmt.Sprintf("the receiver answered %d", code)
 	}

@@ -184,8 +184,12 @@ func TestDeliverClassifies(t *testing.T) {
 	}{
 		{name: "200", answer: status(200), want: outbox.Delivered, wantCode: 200, wantCalls: 1, wantSettle: true},
 		{name: "204", answer: status(204), want: outbox.Delivered, wantCode: 204, wantCalls: 1, wantSettle: true},
-		{name: "500 is retried", answer: status(500), want: outbox.Failed, wantCode: 500, wantCalls: 1},
 		{name: "503 is retried", answer: status(503), want: outbox.Failed, wantCode: 503, wantCalls: 1},
+		{name: "500 may have acted: unknown", answer: status(500), want: outbox.Unknown, wantCode: 500, wantCalls: 1, wantSettle: true},
+		{name: "a gateway's 502: unknown", answer: status(502), want: outbox.Unknown, wantCode: 502, wantCalls: 1, wantSettle: true},
+		{name: "a gateway's 504: unknown", answer: status(504), want: outbox.Unknown, wantCode: 504, wantCalls: 1, wantSettle: true},
+		{name: "500 from a receiver that dedupes is retried", retry: true, answer: status(500), want: outbox.Failed, wantCode: 500, wantCalls: 1},
+		{name: "409 from a receiver that dedupes is retried", retry: true, answer: status(409), want: outbox.Failed, wantCode: 409, wantCalls: 1},
 		{name: "429 is retried", answer: status(429), want: outbox.Failed, wantCode: 429, wantCalls: 1},
 		{name: "408 is retried", answer: status(408), want: outbox.Failed, wantCode: 408, wantCalls: 1},
 		{name: "400 is rejected", answer: status(400), want: outbox.Rejected, wantCode: 400, wantCalls: 1, wantSettle: true},
@@ -446,7 +450,41 @@ func TestDeliverStoreErrors(t *testing.T) {
 
 type failingStore struct {
 	*memStore
-	claimErr error
+	claimErr, settleErr error
+}
+
+func (f *failingStore) SettleOutbox(ctx context.Context, k inbox.Key, settled bool, due, now time.Time) error {
+	if f.settleErr != nil {
+		return f.settleErr
+	}
+	return f.memStore.SettleOutbox(ctx, k, settled, due, now)
+}
+
+// TestDeliverSettleFails: an event not told its outbox settled is not
+// settled: the caller comes back, and the next pass tells it.
+func TestDeliverSettleFails(t *testing.T) {
+	store := &failingStore{memStore: newMemStore(row("r1", "receipt")), settleErr: inbox.ErrUnavailable}
+	d := newDeliverer(t, store, map[string]outbox.Target{"receipt": {}}, nil)
+	st, err := d.Deliver(context.Background(), context.Background(), evKey, []string{"r1"}, owner)
+	if !errors.Is(err, inbox.ErrUnavailable) || st.Settled || st.Due.IsZero() {
+		t.Errorf("got %+v, %v; want unsettled, due, with the store's error", st, err)
+	}
+	store.settleErr = nil
+	if st := deliver(t, d, "r1"); !st.Settled || fmt.Sprint(store.settled) != "[true]" {
+		t.Errorf("next pass: got %+v, store told %v; want settled", st, store.settled)
+	}
+}
+
+// TestDeliverKeepsURLsOut: a receiver's URL may carry a token; a failed
+// call's cause, logged and kept on the row, does not show it.
+func TestDeliverKeepsURLsOut(t *testing.T) {
+	logs := &bytes.Buffer{}
+	store := newMemStore(row("r1", "receipt"))
+	d := newDeliverer(t, store, map[string]outbox.Target{"receipt": {URL: closedURL(t) + "/T0KEN"}}, logs)
+	deliver(t, d, "r1")
+	if got := store.row("r1"); got.State != outbox.Failed || strings.Contains(got.LastError, "T0KEN") || strings.Contains(logs.String(), "T0KEN") {
+		t.Errorf("got %s %q, logs %s; want failed, the URL in neither", got.State, got.LastError, logs)
+	}
 }
 
 func (f *failingStore) ClaimRow(ctx context.Context, key, owner string, now, until time.Time) (outbox.Row, error) {

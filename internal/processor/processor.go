@@ -426,13 +426,7 @@ func (p *Processor) record(work, book context.Context, inv invocation, j *job) r
 	now := p.cfg.Now()
 	ev, err := p.cfg.Store.Claim(work, k, owner, now, inv.leaseUntil(now))
 	res := recordResult{key: k, eventType: ev.Type}
-	if errors.Is(err, inbox.ErrAlreadyProcessed) && ev.OutboxPending {
-		// Processed, its outbox not delivered yet (a worker stopped after
-		// the commit, or a receiver was down): deliver it now.
-		res.outcome = logAlreadyProcessed
-		return p.deliver(work, book, j, k, ev.OutboxRows, res)
-	}
-	if r, ok := p.notOurs(book, rec, ev, err, res, err); ok {
+	if r, ok := p.notOurs(work, book, j, ev, err, res, err); ok {
 		return r
 	}
 	switch {
@@ -466,8 +460,9 @@ func (p *Processor) record(work, book context.Context, inv invocation, j *job) r
 		// Committed by this worker (its answer lost) or by another that
 		// took the event over: the stored event says which rows it has.
 		res.outcome = logAlreadyProcessed
-		if stored, gerr := p.cfg.Store.Get(book, k, p.cfg.Now()); gerr == nil && stored.OutboxPending {
-			return p.deliver(work, book, j, k, stored.OutboxRows, res)
+		if stored, gerr := p.cfg.Store.Get(book, k, p.cfg.Now()); gerr == nil {
+			r, _ := p.notOurs(work, book, j, stored, err, res, err)
+			return r
 		}
 	case errors.Is(err, inbox.ErrLeaseLost):
 		// Another worker took the event over and answers for it now.
@@ -610,7 +605,7 @@ func (p *Processor) failed(work, book context.Context, j *job, k inbox.Key, res 
 	}
 	now := p.cfg.Now()
 	ev, err := p.cfg.Store.Fail(book, k, inbox.Failure{Owner: j.owner, Status: inbox.StatusFailed, Cause: cause.Error(), RetryAt: now.Add(wait), Refund: cut}, now)
-	if r, ok := p.notOurs(book, rec, ev, err, res, cause); ok {
+	if r, ok := p.notOurs(work, book, j, ev, err, res, cause); ok {
 		return r
 	}
 	if err != nil {
@@ -643,7 +638,7 @@ func (p *Processor) dead(book context.Context, j *job, k inbox.Key, res recordRe
 		res.outcome = logDead
 		return p.toDLQ(book, rec, res)
 	}
-	if r, ok := p.notOurs(book, rec, ev, err, res, fmt.Errorf("%w; marking dead: %w", cause, err)); ok {
+	if r, ok := p.notOurs(book, book, j, ev, err, res, fmt.Errorf("%w; marking dead: %w", cause, err)); ok {
 		return r
 	}
 	res.err = fmt.Errorf("%w; marking dead: %w", cause, err)
@@ -661,7 +656,7 @@ func (p *Processor) dead(book context.Context, j *job, k inbox.Key, res recordRe
 	case gerr == nil:
 		return p.notDead(book, rec, res)
 	}
-	if r, ok := p.notOurs(book, rec, stored, gerr, res, res.err); ok {
+	if r, ok := p.notOurs(book, book, j, stored, gerr, res, res.err); ok {
 		return r
 	}
 	if p.last(rec) {
@@ -672,13 +667,20 @@ func (p *Processor) dead(book context.Context, j *job, k inbox.Key, res recordRe
 }
 
 // notOurs ends a record whose event the store says is not this record's to
-// work on: processed already, dead (by this message: its DLQ copy is sent
-// again), gone, or held by another worker's live lease (why is the error
-// logged for it). ok is false for any other err, nil included.
-func (p *Processor) notOurs(book context.Context, rec events.SQSMessage, ev inbox.Event, err error, res recordResult, why error) (recordResult, bool) {
+// work on: processed already (its outbox delivered, if it has not
+// settled: a worker stopped after the commit, a receiver was down, or a
+// commit landed whose answer was lost), dead (by this message: its DLQ
+// copy is sent again), gone, or held by another worker's live lease (why
+// is the error logged for it). ok is false for any other err, nil
+// included.
+func (p *Processor) notOurs(work, book context.Context, j *job, ev inbox.Event, err error, res recordResult, why error) (recordResult, bool) {
+	rec := j.rec
 	switch {
 	case errors.Is(err, inbox.ErrAlreadyProcessed):
 		res.outcome = logAlreadyProcessed
+		if ev.OutboxPending {
+			return p.deliver(work, book, j, res.key, ev.OutboxRows, res), true
+		}
 	case errors.Is(err, inbox.ErrDead):
 		res.outcome = logAlreadyDead
 		if ev.DeadBy == rec.MessageId {

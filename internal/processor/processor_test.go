@@ -873,8 +873,10 @@ func TestOutboxAfterCommit(t *testing.T) {
 		get      func() (inbox.Event, error)
 		deliver  func(inbox.Key, []string) (outbox.Settlement, error)
 		plan     *effects.Plan // the handler's, if not plan
+		fail     func(inbox.Failure) (inbox.Event, error)
 
 		wantRows    [][]string
+		wantFails   int
 		wantRetry   bool
 		wantDelay   time.Duration // -1: none
 		wantOutcome string
@@ -917,6 +919,14 @@ func TestOutboxAfterCommit(t *testing.T) {
 		{name: "a redelivery of a processed event with a settled outbox does nothing", receives: 2,
 			claim:     claimErr(inbox.Event{Key: key, Status: inbox.StatusProcessed, OutboxRows: []string{receipt.Key}}, inbox.ErrAlreadyProcessed),
 			wantDelay: -1, wantOutcome: "already_processed"},
+		{name: "a commit that landed, its answer lost as an outage: the failure write finds it processed and delivers", receives: 1, claim: claimed,
+			complete: func(effects.Plan, inbox.Outcome) error { return inbox.ErrUnavailable },
+			fail:     func(inbox.Failure) (inbox.Event, error) { return pendingEvent, inbox.ErrAlreadyProcessed }, deliver: settled,
+			wantRows: [][]string{{receipt.Key}}, wantFails: 1, wantDelay: -1, wantOutcome: "already_processed", wantOutbox: "settled"},
+		{name: "the same on the last receive: the dead write finds it processed and delivers", receives: 3, claim: claimed,
+			complete: func(effects.Plan, inbox.Outcome) error { return inbox.ErrUnavailable },
+			fail:     func(inbox.Failure) (inbox.Event, error) { return pendingEvent, inbox.ErrAlreadyProcessed }, deliver: settled,
+			wantRows: [][]string{{receipt.Key}}, wantFails: 1, wantDelay: -1, wantOutcome: "already_processed", wantOutbox: "settled"},
 		{name: "a commit whose answer was lost: the stored event names its rows", receives: 1, claim: claimed,
 			complete: func(effects.Plan, inbox.Outcome) error { return inbox.ErrAlreadyProcessed },
 			get:      func() (inbox.Event, error) { return pendingEvent, nil }, deliver: settled,
@@ -924,7 +934,7 @@ func TestOutboxAfterCommit(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			store := &fakeStore{claim: tt.claim, complete: tt.complete, get: tt.get}
+			store := &fakeStore{claim: tt.claim, complete: tt.complete, get: tt.get, fail: tt.fail}
 			p := plan
 			if tt.plan != nil {
 				p = *tt.plan
@@ -946,8 +956,8 @@ func TestOutboxAfterCommit(t *testing.T) {
 			if got := len(resp.BatchItemFailures) == 1; got != tt.wantRetry {
 				t.Errorf("retry: got %v, want %v", got, tt.wantRetry)
 			}
-			if len(h.dlq.sent) != 0 || len(store.fails) != 0 {
-				t.Errorf("got DLQ %v and failures %v, want neither: the event is processed", h.dlq.sent, store.fails)
+			if len(h.dlq.sent) != 0 || len(store.fails) != tt.wantFails {
+				t.Errorf("got DLQ %v and failure writes %v, want no DLQ and %d: the event is processed", h.dlq.sent, store.fails, tt.wantFails)
 			}
 			h.assertDelay(t, "rh-m1", tt.wantDelay)
 			logs := h.logs.String()
