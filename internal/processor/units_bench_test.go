@@ -176,7 +176,9 @@ func BenchmarkExamplePaths(b *testing.B) {
 				return pushEvent("", fmt.Sprintf("%040x", 2*i+2), created.Unix()+int64(i), fmt.Sprintf("%040x", 2*i+1), fmt.Sprintf("%040x", 2*i+2))
 			}},
 		{name: "ignored_type", kind: "stripe", typ: "customer.created",
-			payload: func(i int) []byte { return fmt.Appendf(nil, `{"id":"evt_ign_%d","object":"event","type":"customer.created"}`, i) }},
+			payload: func(i int) []byte {
+				return fmt.Appendf(nil, `{"id":"evt_ign_%d","object":"event","type":"customer.created"}`, i)
+			}},
 	}
 	for _, path := range paths {
 		b.Run(path.name, func(b *testing.B) {
