@@ -41,6 +41,8 @@ type rowItem struct {
 	UpdatedAt   string `dynamodbav:"updated_at"`
 	DeliveredAt string `dynamodbav:"delivered_at,omitempty"`
 	DeliveredTo string `dynamodbav:"delivered_to,omitempty"`
+	// ClaimedFrom is the state the last claim found.
+	ClaimedFrom string `dynamodbav:"claimed_from,omitempty"`
 }
 
 func decodeRow(av map[string]types.AttributeValue) (outbox.Row, error) {
@@ -79,13 +81,13 @@ func rowPK(key string) string { return effects.Outbound{Key: key}.ID() }
 // row says delivering: that delivery may or may not have reached the
 // receiver). Otherwise it returns, with the row, outbox.ErrFinal,
 // inbox.ErrNotDue, inbox.ErrClaimed (another live lease), or
-// inbox.ErrNotFound. A claim of owner's own whose answer was lost comes
-// back as delivering by owner: its earlier state is not known.
+// inbox.ErrNotFound. A claim of owner's own whose answer was lost and that
+// the SDK sent again returns the row as the claim that landed found it.
 func (s *Store) ClaimRow(ctx context.Context, key, owner string, now, leaseUntil time.Time) (outbox.Row, error) {
 	out, err := s.api.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 		TableName:        &s.table,
 		Key:              map[string]types.AttributeValue{"pk": str(rowPK(key))},
-		UpdateExpression: aws.String("SET #status = :delivering, lease_owner = :owner, lease_until = :until, attempts = attempts + :one, updated_at = :now"),
+		UpdateExpression: aws.String("SET claimed_from = #status, #status = :delivering, lease_owner = :owner, lease_until = :until, attempts = attempts + :one, updated_at = :now"),
 		ConditionExpression: aws.String("attribute_exists(pk) AND (" +
 			"(#status IN (:pending, :failed) AND due_ms <= :duems) OR " +
 			"(#status = :delivering AND lease_until < :nowms))"),
@@ -117,6 +119,12 @@ func (s *Store) ClaimRow(ctx context.Context, key, owner string, now, leaseUntil
 		case r.State.Final():
 			return r, fmt.Errorf("claim row: %s: %w", r.State, outbox.ErrFinal)
 		case r.State == outbox.Delivering && r.LeaseOwner == owner:
+			// This owner's claim, whose answer was lost and which the SDK
+			// sent again: the row as that claim found it.
+			var it rowItem
+			if err := attributevalue.UnmarshalMap(ccf.Item, &it); err == nil && it.ClaimedFrom != "" {
+				r.State, r.Attempts = outbox.State(it.ClaimedFrom), r.Attempts-1
+			}
 			return r, nil
 		case r.State == outbox.Delivering:
 			return r, fmt.Errorf("claim row: held by %s until %s: %w", r.LeaseOwner, ts(r.LeaseUntil), inbox.ErrClaimed)

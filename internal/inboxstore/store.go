@@ -512,45 +512,59 @@ type Pending struct {
 	DueAt      time.Time
 }
 
-// Overdue lists up to limit unfinished events that were due before cutoff
-// (received, failed or leased and not touched since), oldest receipt first
-// within each shard, reading only the unfinished index.
+// Overdue lists up to limit events that were due before cutoff — the
+// unfinished (received, failed or leased and not touched since) and the
+// processed whose outbox has not settled — oldest receipt first within
+// each shard, reading only the index. Every shard gets its share of limit
+// before any gets more, starting from a shard that moves on each minute,
+// so a backlog in some shards (say, unfinished events) never starves the
+// others (say, outboxes waiting for a receiver).
 func (s *Store) Overdue(ctx context.Context, cutoff time.Time, limit int) ([]Pending, error) {
+	names := shards(true)
+	share := max(1, (limit+len(names)-1)/len(names))
+	first := int(cutoff.Unix()/60) % len(names)
+	type cursor struct {
+		start map[string]types.AttributeValue
+		done  bool
+	}
+	cursors := make([]cursor, len(names))
 	var out []Pending
-	for _, sh := range shards(true) {
-		if len(out) >= limit {
-			break
-		}
-		var start map[string]types.AttributeValue
-		for len(out) < limit {
-			page, err := s.api.Query(ctx, &dynamodb.QueryInput{
-				TableName:              &s.table,
-				IndexName:              aws.String(UnfinishedIndex),
-				KeyConditionExpression: aws.String("sweep_shard = :shard AND received_ms < :cutoff"),
-				FilterExpression:       aws.String("due_ms < :cutoff"),
-				ExpressionAttributeValues: map[string]types.AttributeValue{
-					":shard":  str(sh),
-					":cutoff": num(cutoff.UnixMilli()),
-				},
-				ExclusiveStartKey: start,
-			})
-			if err != nil {
-				return out, awserr.Wrap("query unfinished", err)
+	for pass := 0; pass < 2 && len(out) < limit; pass++ {
+		for i := 0; i < len(names) && len(out) < limit; i++ {
+			j := (first + i) % len(names)
+			c := &cursors[j]
+			want := limit - len(out)
+			if pass == 0 {
+				want = min(want, share)
 			}
-			for _, av := range page.Items {
-				p, err := pending(av)
+			for got := 0; !c.done && got < want; {
+				// Limit bounds the items read, so the page ends where
+				// this shard's share does and the cursor resumes there.
+				page, err := s.api.Query(ctx, &dynamodb.QueryInput{
+					TableName:              &s.table,
+					IndexName:              aws.String(UnfinishedIndex),
+					KeyConditionExpression: aws.String("sweep_shard = :shard AND received_ms < :cutoff"),
+					FilterExpression:       aws.String("due_ms < :cutoff"),
+					ExpressionAttributeValues: map[string]types.AttributeValue{
+						":shard":  str(names[j]),
+						":cutoff": num(cutoff.UnixMilli()),
+					},
+					ExclusiveStartKey: c.start,
+					Limit:             aws.Int32(int32(want - got)),
+				})
 				if err != nil {
-					return out, err
+					return out, awserr.Wrap("query unfinished", err)
 				}
-				out = append(out, p)
-				if len(out) == limit {
-					break
+				for _, av := range page.Items {
+					p, err := pending(av)
+					if err != nil {
+						return out, err
+					}
+					out = append(out, p)
+					got++
 				}
+				c.start, c.done = page.LastEvaluatedKey, page.LastEvaluatedKey == nil
 			}
-			if page.LastEvaluatedKey == nil {
-				break
-			}
-			start = page.LastEvaluatedKey
 		}
 	}
 	return out, nil

@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/webhook-inbox/webhook-inbox/internal/inboxstore"
+	"github.com/webhook-inbox/webhook-inbox/internal/outbox"
+	"github.com/webhook-inbox/webhook-inbox/internal/processor"
 )
 
 // templatePath is the project's real SAM template: these tests hold it to
@@ -789,5 +791,17 @@ func TestRouteMatch(t *testing.T) {
 				t.Errorf("Match(%s, %s) = %v, %v; want %v", tt.method, tt.path, got, ok, tt.want)
 			}
 		})
+	}
+}
+
+// TestProcessorHasTimeForTheOutbox: an outbox row is only started with a
+// whole call's timeout left before the processor's deadline margin; a
+// processor timeout shorter than that would never deliver a row, and its
+// events would wait for their outbox forever.
+func TestProcessorHasTimeForTheOutbox(t *testing.T) {
+	f := mustFunction(t, mustLoad(t), "ProcessorFunction")
+	margin := min(processor.DefaultMargin, f.Timeout/4)
+	if room := f.Timeout - margin; room < 2*outbox.DefaultTimeout {
+		t.Errorf("processor Timeout %s less its margin %s leaves %s, want at least two outbox calls of %s", f.Timeout, margin, room, outbox.DefaultTimeout)
 	}
 }
