@@ -138,6 +138,7 @@ func New(cfg Config) (*Deliverer, error) {
 		client = *cfg.Client
 	}
 	client.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+	client.Transport = counting(client.Transport)
 	cfg.Client = &client
 	if cfg.Now == nil {
 		cfg.Now = time.Now
@@ -310,8 +311,9 @@ const maxResponse = 64 << 10
 //     key still in progress: failed;
 //   - other 4xx, and 3xx (redirects are not followed): rejected;
 //   - an error before a connection was had (connection refused, DNS,
-//     TLS) or a write that failed: failed, the receiver cannot have the
-//     whole request;
+//     TLS), a write that failed, or any error with not a byte written on
+//     the connection since the call got it: failed, the receiver cannot
+//     have the whole request;
 //   - any other error (a timeout or a reset after the request was
 //     written, or a connection whose write had not reported when the
 //     call ended): unknown, or failed for a target that dedupes.
@@ -319,8 +321,18 @@ func (d *Deliverer) send(ctx context.Context, t Target, r Row) Result {
 	ctx, cancel := context.WithTimeout(ctx, t.Timeout)
 	defer cancel()
 	var got, wrote, writeFailed atomic.Bool
+	// The bytes written on the call's connection when it got it, and the
+	// connection's counter (nil if it does not count).
+	var counter atomic.Pointer[atomic.Int64]
+	var before int64
 	ctx = httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{
-		GotConn: func(httptrace.GotConnInfo) { got.Store(true) },
+		GotConn: func(info httptrace.GotConnInfo) {
+			if c := counterOf(info.Conn); c != nil {
+				before = c.Load()
+				counter.Store(c)
+			}
+			got.Store(true)
+		},
 		WroteRequest: func(info httptrace.WroteRequestInfo) {
 			if info.Err == nil {
 				wrote.Store(true)
@@ -353,8 +365,11 @@ func (d *Deliverer) send(ctx context.Context, t Target, r Row) Result {
 		}
 		// Sent, or possibly sent: the whole request was written, or a
 		// connection was had and Do returned before the transport said
-		// whether its write went through.
-		if wrote.Load() || (got.Load() && !writeFailed.Load()) {
+		// whether its write went through — unless not a byte went out
+		// on the connection since the call got it.
+		c := counter.Load()
+		nothingSent := c != nil && c.Load() == before
+		if !nothingSent && (wrote.Load() || (got.Load() && !writeFailed.Load())) {
 			if t.RetryUnknown {
 				return Result{State: Failed, Cause: "outcome unknown, resent as the receiver dedupes: " + err.Error()}
 			}

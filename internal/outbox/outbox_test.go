@@ -12,6 +12,7 @@ import (
 	"net/http/httptest"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -512,5 +513,54 @@ func TestNewRejects(t *testing.T) {
 	}
 	if _, err := outbox.New(outbox.Config{Store: newMemStore(), Logger: logger, Targets: map[string]outbox.Target{"t": {URL: "https://example.com/x"}, "log": {}}}); err != nil {
 		t.Errorf("valid config: %v", err)
+	}
+}
+
+// brokenConn fails every write while broken is set, writing nothing.
+type brokenConn struct {
+	net.Conn
+	broken *atomic.Bool
+}
+
+func (c *brokenConn) Write(p []byte) (int, error) {
+	if c.broken.Load() {
+		return 0, errors.New("connection reset by peer")
+	}
+	return c.Conn.Write(p)
+}
+
+// TestNothingWrittenIsNotUnknown: a call whose connection took not a byte
+// of it cannot have reached the receiver: failed and retried, not left
+// unknown — though net/http's trace reports the request written once it
+// is buffered.
+func TestNothingWrittenIsNotUnknown(t *testing.T) {
+	rc := &receiver{}
+	srv := rc.serve(t, status(200))
+	var broken atomic.Bool
+	client := &http.Client{Transport: &http.Transport{
+		DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
+			c, err := (&net.Dialer{}).DialContext(ctx, network, addr)
+			if err != nil {
+				return nil, err
+			}
+			return &brokenConn{Conn: c, broken: &broken}, nil
+		},
+	}}
+	store := newMemStore(row("r1", "receipt"), row("r2", "receipt"))
+	d, err := outbox.New(outbox.Config{
+		Store: store, Targets: map[string]outbox.Target{"receipt": {URL: srv.URL}}, Client: client,
+		Logger: slog.New(slog.DiscardHandler), Now: func() time.Time { return t0 }, Rand: func() float64 { return 0.5 },
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	deliver(t, d, "r1") // the connection is now pooled
+	broken.Store(true)
+	deliver(t, d, "r2")
+	if got := store.row("r2"); got.State != outbox.Failed {
+		t.Errorf("second row: got %s (%q), want failed", got.State, got.LastError)
+	}
+	if got := rc.count(); got != 1 {
+		t.Errorf("requests: got %d, want 1", got)
 	}
 }
