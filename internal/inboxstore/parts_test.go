@@ -416,13 +416,33 @@ func TestOverdueShares(t *testing.T) {
 		t.Fatalf("got %d, %v; want 20", len(got), err)
 	}
 	found := false
+	seen := map[inbox.Key]bool{}
 	for _, p := range got {
 		found = found || p.Key == e.Key
+		if seen[p.Key] {
+			t.Errorf("%s listed twice", p.Key)
+		}
+		seen[p.Key] = true
 	}
 	if !found {
 		t.Errorf("the event waiting for its outbox is not among the first 20 overdue: %+v", got)
 	}
 	if all, err := s.Overdue(ctx, later, 100); err != nil || len(all) != 31 {
 		t.Errorf("with room for all: got %d, %v; want 31", len(all), err)
+	}
+	// Shares that end inside a page resume after their last item: over
+	// calls small enough to cut every page, nothing is lost or repeated.
+	for _, limit := range []int{1, 7, 25} {
+		got, err := s.Overdue(ctx, later, limit)
+		keys := map[inbox.Key]bool{}
+		for _, p := range got {
+			keys[p.Key] = true
+		}
+		if err != nil || len(got) != min(limit, 31) || len(keys) != len(got) {
+			t.Errorf("limit %d: got %d (%d distinct), %v", limit, len(got), len(keys), err)
+		}
+	}
+	if got, err := s.Overdue(ctx, time.Unix(-1e9, 0), 10); err != nil || len(got) != 0 {
+		t.Errorf("a cutoff before 1970: got %+v, %v; want nothing", got, err)
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"hash/fnv"
+	"math/rand/v2"
 	"strconv"
 	"strings"
 	"time"
@@ -516,13 +517,13 @@ type Pending struct {
 // unfinished (received, failed or leased and not touched since) and the
 // processed whose outbox has not settled — oldest receipt first within
 // each shard, reading only the index. Every shard gets its share of limit
-// before any gets more, starting from a shard that moves on each minute,
-// so a backlog in some shards (say, unfinished events) never starves the
+// before any gets more, starting from a shard drawn at random, so a
+// backlog in some shards (say, unfinished events) never starves the
 // others (say, outboxes waiting for a receiver).
 func (s *Store) Overdue(ctx context.Context, cutoff time.Time, limit int) ([]Pending, error) {
 	names := shards(true)
 	share := max(1, (limit+len(names)-1)/len(names))
-	first := int(cutoff.Unix()/60) % len(names)
+	first := rand.N(len(names))
 	type cursor struct {
 		start map[string]types.AttributeValue
 		done  bool
@@ -538,8 +539,6 @@ func (s *Store) Overdue(ctx context.Context, cutoff time.Time, limit int) ([]Pen
 				want = min(want, share)
 			}
 			for got := 0; !c.done && got < want; {
-				// Limit bounds the items read, so the page ends where
-				// this shard's share does and the cursor resumes there.
 				page, err := s.api.Query(ctx, &dynamodb.QueryInput{
 					TableName:              &s.table,
 					IndexName:              aws.String(UnfinishedIndex),
@@ -550,20 +549,27 @@ func (s *Store) Overdue(ctx context.Context, cutoff time.Time, limit int) ([]Pen
 						":cutoff": num(cutoff.UnixMilli()),
 					},
 					ExclusiveStartKey: c.start,
-					Limit:             aws.Int32(int32(want - got)),
 				})
 				if err != nil {
 					return out, awserr.Wrap("query unfinished", err)
 				}
-				for _, av := range page.Items {
+				c.start, c.done = page.LastEvaluatedKey, page.LastEvaluatedKey == nil
+				for k, av := range page.Items {
 					p, err := pending(av)
 					if err != nil {
 						return out, err
 					}
 					out = append(out, p)
 					got++
+					if got == want && k < len(page.Items)-1 {
+						// The share ends inside the page: resume after
+						// this item (an index item carries the keys of
+						// the index and of the table).
+						c.start = map[string]types.AttributeValue{"pk": av["pk"], "sweep_shard": av["sweep_shard"], "received_ms": av["received_ms"]}
+						c.done = false
+						break
+					}
 				}
-				c.start, c.done = page.LastEvaluatedKey, page.LastEvaluatedKey == nil
 			}
 		}
 	}

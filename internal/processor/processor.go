@@ -438,7 +438,7 @@ func (p *Processor) record(work, book context.Context, inv invocation, j *job) r
 		return p.failed(work, book, j, k, res, err)
 	}
 	if tries := ev.Attempts - ev.RevivedAttempts; tries > p.cfg.MaxAttempts {
-		return p.dead(book, j, k, res, fmt.Errorf("%d attempts, over the budget of %d: not tried again", tries, p.cfg.MaxAttempts))
+		return p.dead(work, book, j, k, res, fmt.Errorf("%d attempts, over the budget of %d: not tried again", tries, p.cfg.MaxAttempts))
 	}
 
 	plan, outcome, err := p.plan(work, ev)
@@ -594,7 +594,7 @@ func (p *Processor) failed(work, book context.Context, j *job, k inbox.Key, res 
 	last, counted := p.last(rec), receives(rec) > 0
 	res.err = cause
 	if permanent || (last && counted && !cut) {
-		return p.dead(book, j, k, res, cause)
+		return p.dead(work, book, j, k, res, cause)
 	}
 	// Released for another try. On the last receive (or without a receive
 	// count) the record is acknowledged below and the event left to the
@@ -628,7 +628,7 @@ func (p *Processor) failed(work, book context.Context, j *job, k inbox.Key, res 
 // last receive (SQS moves it to the DLQ: consistent if the write landed, and
 // otherwise the event is still unfinished, so the sweep brings it back and
 // it ends processed or dead) and retried after a backoff before it.
-func (p *Processor) dead(book context.Context, j *job, k inbox.Key, res recordResult, cause error) recordResult {
+func (p *Processor) dead(work, book context.Context, j *job, k inbox.Key, res recordResult, cause error) recordResult {
 	rec := j.rec
 	now := p.cfg.Now()
 	res.err = cause
@@ -638,7 +638,7 @@ func (p *Processor) dead(book context.Context, j *job, k inbox.Key, res recordRe
 		res.outcome = logDead
 		return p.toDLQ(book, rec, res)
 	}
-	if r, ok := p.notOurs(book, book, j, ev, err, res, fmt.Errorf("%w; marking dead: %w", cause, err)); ok {
+	if r, ok := p.notOurs(work, book, j, ev, err, res, fmt.Errorf("%w; marking dead: %w", cause, err)); ok {
 		return r
 	}
 	res.err = fmt.Errorf("%w; marking dead: %w", cause, err)
@@ -656,7 +656,7 @@ func (p *Processor) dead(book context.Context, j *job, k inbox.Key, res recordRe
 	case gerr == nil:
 		return p.notDead(book, rec, res)
 	}
-	if r, ok := p.notOurs(book, book, j, stored, gerr, res, res.err); ok {
+	if r, ok := p.notOurs(work, book, j, stored, gerr, res, res.err); ok {
 		return r
 	}
 	if p.last(rec) {
@@ -678,6 +678,10 @@ func (p *Processor) notOurs(work, book context.Context, j *job, ev inbox.Event, 
 	switch {
 	case errors.Is(err, inbox.ErrAlreadyProcessed):
 		res.outcome = logAlreadyProcessed
+		// Processed, so not dead, whatever write found it so: a record
+		// still delivering at the deadline is not one whose dead write
+		// may have landed (see cutOff).
+		j.deadTried.Store(false)
 		if ev.OutboxPending {
 			return p.deliver(work, book, j, res.key, ev.OutboxRows, res), true
 		}

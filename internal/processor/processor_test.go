@@ -970,3 +970,32 @@ func TestOutboxAfterCommit(t *testing.T) {
 		})
 	}
 }
+
+// TestProcessedAtTheDeadlineIsNotRedriven: a record whose dead write found
+// the event processed (its commit had landed, the answer lost) and that is
+// still delivering the outbox when the batch response is due is
+// acknowledged on its last receive: a processed event's message never
+// goes to the DLQ.
+func TestProcessedAtTheDeadlineIsNotRedriven(t *testing.T) {
+	pendingEvent := inbox.Event{Key: key, Status: inbox.StatusProcessed, OutboxPending: true, OutboxRows: []string{"r1"}}
+	store := &fakeStore{claim: claimed,
+		complete: func(effects.Plan, inbox.Outcome) error { return inbox.ErrUnavailable },
+		fail:     func(inbox.Failure) (inbox.Event, error) { return pendingEvent, inbox.ErrAlreadyProcessed },
+	}
+	h := newHarness(t, store, handlerOf(planOf("a"), nil), func(c *Config) { c.Now = time.Now })
+	release := make(chan struct{})
+	defer close(release)
+	h.outbox.deliver = func(inbox.Key, []string) (outbox.Settlement, error) {
+		<-release // still delivering when the response is due
+		return outbox.Settlement{Settled: true}, nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 400*time.Millisecond)
+	defer cancel()
+	resp, err := h.p.Handle(ctx, events.SQSEvent{Records: []events.SQSMessage{message(t, "m1", 3)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(resp.BatchItemFailures) != 0 || len(h.dlq.sent) != 0 {
+		t.Errorf("got failures %v, DLQ %v; want the record acknowledged", resp.BatchItemFailures, h.dlq.sent)
+	}
+}

@@ -145,8 +145,8 @@ func (r *Replayer) Handle(ctx context.Context, req Request) (Summary, error) {
 	if req.Limit < 0 || req.Limit > MaxLimit {
 		return Summary{}, fmt.Errorf("%w: limit %d: want 1..%d", ErrBadRequest, req.Limit, MaxLimit)
 	}
-	if req.OlderThanSeconds < 0 || (req.OlderThanSeconds > 0 && req.Action != ActionSweep) {
-		return Summary{}, fmt.Errorf("%w: older_than_seconds %d: a positive number, for sweep only", ErrBadRequest, req.OlderThanSeconds)
+	if req.OlderThanSeconds < 0 || req.OlderThanSeconds > maxOlderThan || (req.OlderThanSeconds > 0 && req.Action != ActionSweep) {
+		return Summary{}, fmt.Errorf("%w: older_than_seconds %d: a positive number up to %d, for sweep only", ErrBadRequest, req.OlderThanSeconds, maxOlderThan)
 	}
 	s := Summary{Action: req.Action, DryRun: req.DryRun == nil || *req.DryRun, Events: []string{}}
 	var err error
@@ -362,6 +362,10 @@ func (r *Replayer) sweep(ctx context.Context, req Request, s *Summary) error {
 	}
 	return nil
 }
+
+// maxOlderThan bounds older_than_seconds: a year, longer than any event
+// waits unfinished.
+const maxOlderThan = 366 * 24 * 3600
 
 // maxResweep bounds the wait between two re-enqueues of one event.
 const maxResweep = time.Hour

@@ -281,7 +281,7 @@ func TestSweepEndsAnEventItCannotQueue(t *testing.T) {
 
 func TestBadRequests(t *testing.T) {
 	r := &replay.Replayer{Logger: slog.New(slog.NewJSONHandler(&bytes.Buffer{}, nil))}
-	for _, req := range []replay.Request{{Action: "purge"}, {Limit: -1}, {Limit: replay.MaxLimit + 1}, {OlderThanSeconds: 5}, {Action: replay.ActionSweep, OlderThanSeconds: -1}} {
+	for _, req := range []replay.Request{{Action: "purge"}, {Limit: -1}, {Limit: replay.MaxLimit + 1}, {OlderThanSeconds: 5}, {Action: replay.ActionSweep, OlderThanSeconds: -1}, {Action: replay.ActionSweep, OlderThanSeconds: 2e9}} {
 		if _, err := r.Handle(context.Background(), req); !errors.Is(err, replay.ErrBadRequest) {
 			t.Errorf("%+v: got %v, want ErrBadRequest", req, err)
 		}
