@@ -198,18 +198,11 @@ func (s *Store) FinishRow(ctx context.Context, key, owner string, res outbox.Res
 
 // Row returns the outbox row with the key, or inbox.ErrNotFound.
 func (s *Store) Row(ctx context.Context, key string) (outbox.Row, error) {
-	out, err := s.api.GetItem(ctx, &dynamodb.GetItemInput{
-		TableName:      &s.table,
-		Key:            map[string]types.AttributeValue{"pk": str(rowPK(key))},
-		ConsistentRead: aws.Bool(true),
-	})
+	av, err := s.getItem(ctx, rowPK(key), "get row")
 	if err != nil {
-		return outbox.Row{}, awserr.Wrap("get row "+key, err)
+		return outbox.Row{}, err
 	}
-	if out.Item == nil {
-		return outbox.Row{}, fmt.Errorf("row %s: %w", key, inbox.ErrNotFound)
-	}
-	return decodeRow(out.Item)
+	return decodeRow(av)
 }
 
 // ForReview lists up to limit outbox rows that ended rejected, unknown or
@@ -254,19 +247,12 @@ func (s *Store) ForReview(ctx context.Context, limit int) ([]outbox.Row, error) 
 // effects.Fact.ID, effects.Update.ID), or inbox.ErrNotFound. Numbers come
 // back as int64 when they are integers, float64 otherwise.
 func (s *Store) Part(ctx context.Context, id string) (map[string]any, error) {
-	out, err := s.api.GetItem(ctx, &dynamodb.GetItemInput{
-		TableName:      &s.table,
-		Key:            map[string]types.AttributeValue{"pk": str(id)},
-		ConsistentRead: aws.Bool(true),
-	})
+	av, err := s.getItem(ctx, id, "get "+id)
 	if err != nil {
-		return nil, awserr.Wrap("get "+id, err)
-	}
-	if out.Item == nil {
-		return nil, fmt.Errorf("%s: %w", id, inbox.ErrNotFound)
+		return nil, err
 	}
 	var m map[string]any
-	err = attributevalue.UnmarshalMapWithOptions(out.Item, &m, func(o *attributevalue.DecoderOptions) { o.UseNumber = true })
+	err = attributevalue.UnmarshalMapWithOptions(av, &m, func(o *attributevalue.DecoderOptions) { o.UseNumber = true })
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", id, err)
 	}

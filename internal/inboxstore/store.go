@@ -289,18 +289,11 @@ func (s *Store) Insert(ctx context.Context, e inbox.Event, now time.Time) (inbox
 // Get returns the stored event, or inbox.ErrNotFound (also for an item
 // whose TTL has passed).
 func (s *Store) Get(ctx context.Context, k inbox.Key, now time.Time) (inbox.Event, error) {
-	out, err := s.api.GetItem(ctx, &dynamodb.GetItemInput{
-		TableName:      &s.table,
-		Key:            map[string]types.AttributeValue{"pk": str(pk(k))},
-		ConsistentRead: aws.Bool(true),
-	})
+	av, err := s.getItem(ctx, pk(k), "get "+k.String())
 	if err != nil {
-		return inbox.Event{}, awserr.Wrap("get "+k.String(), err)
+		return inbox.Event{}, err
 	}
-	if out.Item == nil {
-		return inbox.Event{}, fmt.Errorf("get %s: %w", k, inbox.ErrNotFound)
-	}
-	e, err := decode(out.Item)
+	e, err := decode(av)
 	if err != nil {
 		return inbox.Event{}, err
 	}
@@ -308,6 +301,23 @@ func (s *Store) Get(ctx context.Context, k inbox.Key, now time.Time) (inbox.Even
 		return inbox.Event{}, fmt.Errorf("get %s: expired: %w", k, inbox.ErrNotFound)
 	}
 	return e, nil
+}
+
+// getItem reads the item under pk, consistently; op names the read in its
+// errors, which wrap inbox.ErrNotFound when there is no item.
+func (s *Store) getItem(ctx context.Context, pk, op string) (map[string]types.AttributeValue, error) {
+	out, err := s.api.GetItem(ctx, &dynamodb.GetItemInput{
+		TableName:      &s.table,
+		Key:            map[string]types.AttributeValue{"pk": str(pk)},
+		ConsistentRead: aws.Bool(true),
+	})
+	if err != nil {
+		return nil, awserr.Wrap(op, err)
+	}
+	if out.Item == nil {
+		return nil, fmt.Errorf("%s: %w", op, inbox.ErrNotFound)
+	}
+	return out.Item, nil
 }
 
 func expired(e inbox.Event, now time.Time) bool {
