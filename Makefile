@@ -28,10 +28,13 @@ SC_VERSION  := v0.8.2
 # moto's server: the one on PATH, else a project virtualenv made on demand.
 MOTO_SERVER ?= $(shell command -v moto_server 2>/dev/null || echo $(CURDIR)/.venv/bin/moto_server)
 export MOTO_SERVER
-# dynoxide (a DynamoDB emulator): the one on PATH, else npm's package in the
-# project's .tools.
-DYNOXIDE ?= $(shell command -v dynoxide 2>/dev/null || echo $(CURDIR)/.tools/node_modules/@dynoxide/linux-x64/dynoxide)
+# dynoxide (a DynamoDB emulator, atomic and fast at any table size): the
+# one on PATH, else npm's package for this platform in the project's
+# .tools. Where there is none, the tests' DynamoDB is moto (they say so).
+DYNOXIDE_PKG := $(if $(filter Linux-x86_64,$(shell uname -s)-$(shell uname -m)),@dynoxide/linux-x64)
+DYNOXIDE ?= $(shell command -v dynoxide 2>/dev/null || echo $(CURDIR)/.tools/node_modules/$(or $(DYNOXIDE_PKG),@dynoxide/none)/dynoxide)
 DYNOXIDE_VERSION := 1.2.1
+export DYNOXIDE
 
 .DEFAULT_GOAL := help
 
@@ -67,7 +70,7 @@ events: ## Rewrite events/ (re-signs the ingest event: Stripe signatures expire 
 	$(GO) run ./infra/local/cmd/events
 
 .PHONY: test
-test: moto $(BIN)/aws-lambda-rie ## Run every test: unit, against moto, end to end, and the bootstraps under the Runtime Interface Emulator.
+test: moto dynoxide-if-any $(BIN)/aws-lambda-rie ## Run every test: unit, against the emulators, end to end, and the bootstraps under the Runtime Interface Emulator.
 	$(GO) test -count=1 -race ./...
 
 .PHONY: test-short
@@ -126,8 +129,15 @@ moto: $(MOTO_SERVER)
 .PHONY: dynoxide
 dynoxide: $(DYNOXIDE)
 
-$(CURDIR)/.tools/node_modules/@dynoxide/linux-x64/dynoxide:
-	npm install --silent --prefix .tools @dynoxide/linux-x64@$(DYNOXIDE_VERSION)
+$(CURDIR)/.tools/node_modules/$(DYNOXIDE_PKG)/dynoxide:
+	@if [ -z "$(DYNOXIDE_PKG)" ]; then echo "no dynoxide package for $$(uname -sm)"; exit 1; fi
+	npm install --silent --prefix .tools $(DYNOXIDE_PKG)@$(DYNOXIDE_VERSION)
+
+# dynoxide where it can be had; where not, a note, and moto serves DynamoDB.
+.PHONY: dynoxide-if-any
+dynoxide-if-any:
+	@[ -x "$(DYNOXIDE)" ] || $(MAKE) --no-print-directory dynoxide \
+	  || echo "note: dynoxide unavailable here: the tests' DynamoDB is moto (slower, and serialized)"
 
 $(CURDIR)/.venv/bin/moto_server:
 	python3 -m venv .venv

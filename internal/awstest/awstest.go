@@ -28,11 +28,16 @@ import (
 // Region is the region every emulated client uses.
 const Region = "us-east-1"
 
-// Server is a running moto_server bound to 127.0.0.1.
+// Server is a running emulator bound to 127.0.0.1: moto_server, or
+// dynoxide (DynamoDB only).
 type Server struct {
 	// Endpoint is the base URL, e.g. http://127.0.0.1:40123.
 	Endpoint string
-	cmd      *exec.Cmd
+	// Atomic says the emulator evaluates a write's condition and applies
+	// it atomically, as DynamoDB does (dynoxide); moto does not, so its
+	// clients go one request at a time (SerialConfig).
+	Atomic bool
+	cmd    *exec.Cmd
 }
 
 // Start launches moto_server for the test and stops it in tb.Cleanup. Under
@@ -244,6 +249,16 @@ func (s *Server) SerialConfig() aws.Config {
 	cfg := s.Config()
 	cfg.HTTPClient = Serial(&http.Client{})
 	return cfg
+}
+
+// SafeConfig is the configuration for clients whose conditional writes
+// must be atomic, as DynamoDB's are: Config for an atomic emulator,
+// SerialConfig for moto.
+func (s *Server) SafeConfig() aws.Config {
+	if s.Atomic {
+		return s.Config()
+	}
+	return s.SerialConfig()
 }
 
 // Serial returns an HTTP client that sends one request through next at a

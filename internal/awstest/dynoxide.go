@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -24,6 +25,9 @@ const DynoxideVersion = "1.2.1"
 // installs it), then PATH.
 func DynoxideBinary() (string, error) {
 	if p := os.Getenv("DYNOXIDE"); p != "" {
+		if _, err := os.Stat(p); err != nil {
+			return "", fmt.Errorf("DYNOXIDE: %w", err)
+		}
 		return p, nil
 	}
 	if root, err := ModuleRoot(); err == nil {
@@ -41,24 +45,34 @@ func DynoxideBinary() (string, error) {
 
 // StartDynoxide launches an in-memory dynoxide on a free loopback port for
 // the test (DynamoDB only) and stops it in tb.Cleanup. Without dynoxide the
-// test is skipped: only benchmarks use it so far.
+// test is skipped.
 func StartDynoxide(tb testing.TB) *Server {
 	tb.Helper()
 	bin, err := DynoxideBinary()
 	if err != nil {
 		tb.Skip(err)
 	}
+	s, err := LaunchDynoxide(bin)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(s.Stop)
+	return s
+}
+
+// LaunchDynoxide starts an in-memory dynoxide on a free loopback port and
+// waits until it answers.
+func LaunchDynoxide(bin string) (*Server, error) {
 	port, err := FreePort()
 	if err != nil {
-		tb.Fatalf("free port: %v", err)
+		return nil, fmt.Errorf("free port: %w", err)
 	}
 	cmd := exec.Command(bin, "--host", "127.0.0.1", "--port", strconv.Itoa(port))
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if err := cmd.Start(); err != nil {
-		tb.Fatalf("start %s: %v", bin, err)
+		return nil, fmt.Errorf("start %s: %w", bin, err)
 	}
-	s := &Server{Endpoint: fmt.Sprintf("http://127.0.0.1:%d", port), cmd: cmd}
-	tb.Cleanup(s.Stop)
+	s := &Server{Endpoint: fmt.Sprintf("http://127.0.0.1:%d", port), cmd: cmd, Atomic: true}
 	deadline := time.Now().Add(10 * time.Second)
 	for {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
@@ -67,11 +81,60 @@ func StartDynoxide(tb testing.TB) *Server {
 		cancel()
 		if err == nil {
 			resp.Body.Close()
-			return s
+			return s, nil
 		}
 		if time.Now().After(deadline) {
-			tb.Fatalf("dynoxide on port %d did not answer within 10s: %v", port, err)
+			s.Stop()
+			return nil, fmt.Errorf("dynoxide on port %d did not answer within 10s: %w", port, err)
 		}
 		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// SharedDynamoDB is one DynamoDB emulator for a whole test package,
+// started by the first test that asks for it: dynoxide where it is
+// installed, else moto (with a note, once). Tests sharing it name their
+// tables apart. Stop it from TestMain after m.Run.
+type SharedDynamoDB struct {
+	once   sync.Once
+	server *Server
+	err    error
+}
+
+// Get returns the package's emulator, starting it on first use; under
+// -short the test is skipped.
+func (s *SharedDynamoDB) Get(tb testing.TB) *Server {
+	tb.Helper()
+	if testing.Short() {
+		tb.Skip("integration test: needs a DynamoDB emulator (skipped with -short)")
+	}
+	s.once.Do(func() {
+		if bin, err := DynoxideBinary(); err == nil {
+			s.server, s.err = LaunchDynoxide(bin)
+			return
+		}
+		fmt.Fprintln(os.Stderr, "awstest: dynoxide not found (`make dynoxide` installs it): DynamoDB tests run against moto, slower")
+		bin, err := MotoBinary()
+		if err != nil {
+			s.err = err
+			return
+		}
+		port, err := FreePort()
+		if err != nil {
+			s.err = fmt.Errorf("free port: %w", err)
+			return
+		}
+		s.server, s.err = Launch(context.Background(), bin, port, nil)
+	})
+	if s.err != nil {
+		tb.Fatal(s.err)
+	}
+	return s.server
+}
+
+// Stop stops the emulator if it was started.
+func (s *SharedDynamoDB) Stop() {
+	if s.server != nil {
+		s.server.Stop()
 	}
 }

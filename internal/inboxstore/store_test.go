@@ -22,33 +22,34 @@ import (
 	"github.com/webhook-inbox/webhook-inbox/internal/inboxstore"
 )
 
-// One moto serves the whole package; every test gets its own table.
+// One DynamoDB emulator (dynoxide, else moto) serves the whole package;
+// every test gets its own table.
 var (
-	moto   awstest.Shared
+	dynamo awstest.SharedDynamoDB
 	tables atomic.Int64
 )
 
 func TestMain(m *testing.M) {
 	code := m.Run()
-	moto.Stop()
+	dynamo.Stop()
 	os.Exit(code)
 }
 
-// mustMoto returns the package's moto server, starting it on first use.
-func mustMoto(tb testing.TB) *awstest.Server {
+// mustDynamo returns the package's emulator, starting it on first use.
+func mustDynamo(tb testing.TB) *awstest.Server {
 	tb.Helper()
-	return moto.Get(tb)
+	return dynamo.Get(tb)
 }
 
 // retention is the stores' retention of finished events in these tests.
 const retention = time.Hour
 
 // mustStore creates a fresh inbox table (hash key pk, on demand, with the
-// unfinished index as template.yaml declares it) in the package's moto and
+// unfinished index as template.yaml declares it) in the package's emulator and
 // returns a store over it.
 func mustStore(tb testing.TB) *inboxstore.Store {
 	tb.Helper()
-	cfg := mustMoto(tb).SerialConfig()
+	cfg := mustDynamo(tb).SafeConfig()
 	db := dynamodb.NewFromConfig(cfg)
 	name := fmt.Sprintf("inbox-%d", tables.Add(1))
 	_, err := db.CreateTable(context.Background(), inboxstore.TableInput(name))
@@ -232,8 +233,8 @@ func TestInsert(t *testing.T) {
 		if err := s.Complete(ctx, old, "worker-a", effects.Plan{}, inbox.OutcomeIgnored, t0); err != nil {
 			t.Fatal(err)
 		}
-		// Before its expiry the item is there; moto never deletes it, so
-		// only the store's filter makes it absent afterwards.
+		// Before its expiry the item is there; the emulator does not
+		// delete it, so only the store's filter makes it absent afterwards.
 		later := t0.Add(retention + time.Second)
 		mustGet(t, s, old.Key, t0.Add(retention-time.Second))
 		if got, err := s.Get(ctx, old.Key, later); !errors.Is(err, inbox.ErrNotFound) {

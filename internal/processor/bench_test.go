@@ -60,7 +60,7 @@ func benchBatch(b *testing.B, n, concurrency int) {
 	cfg.APIOptions = append(cfg.APIOptions, latency(20*time.Millisecond))
 	db := dynamodb.NewFromConfig(cfg)
 	plain := dynamodb.NewFromConfig(srv.Config())
-	mustTable(b, plain)
+	mustTable(b, plain, "inbox")
 	setup := inboxstore.New(plain, "inbox", time.Hour)
 	logs := &bytes.Buffer{}
 	store := inboxstore.New(db, "inbox", time.Hour)

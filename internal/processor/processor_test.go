@@ -21,7 +21,7 @@ import (
 )
 
 // fakeStore is a func-field fake for the processor's logic; the real
-// store's semantics are tested against DynamoDB in store_moto_test.go and
+// store's semantics are tested against DynamoDB in store_db_test.go and
 // in inboxstore.
 type fakeStore struct {
 	claim    func(k inbox.Key, owner string) (inbox.Event, error)

@@ -111,7 +111,7 @@ func BenchmarkExamplePaths(b *testing.B) {
 	cfg := srv.Config()
 	cfg.APIOptions = append(cfg.APIOptions, cc.middleware)
 	plain := dynamodb.NewFromConfig(srv.Config())
-	mustTable(b, plain)
+	mustTable(b, plain, "inbox")
 	store := inboxstore.New(dynamodb.NewFromConfig(cfg), "inbox", time.Hour)
 
 	var mu sync.Mutex

@@ -6,8 +6,10 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"os"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -31,20 +33,32 @@ type nopVisibility struct{}
 
 func (nopVisibility) Delay(context.Context, string, time.Duration) error { return nil }
 
-func mustStore(tb testing.TB) *inboxstore.Store {
-	tb.Helper()
-	db := dynamodb.NewFromConfig(awstest.Start(tb).SerialConfig())
-	mustTable(tb, db)
-	return inboxstore.New(db, "inbox", time.Hour)
+// One DynamoDB emulator (dynoxide, else moto) serves the package's tests;
+// each store has its own table.
+var (
+	dynamo awstest.SharedDynamoDB
+	tables atomic.Int64
+)
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	dynamo.Stop()
+	os.Exit(code)
 }
 
-// mustTable creates the table "inbox" as template.yaml declares it: hash
-// key pk, on demand, with the unfinished index.
-func mustTable(tb testing.TB, db *dynamodb.Client) {
+func mustStore(tb testing.TB) *inboxstore.Store {
 	tb.Helper()
-	_, err := db.CreateTable(context.Background(), inboxstore.TableInput("inbox"))
-	if err != nil {
-		tb.Fatalf("create table: %v", err)
+	db := dynamodb.NewFromConfig(dynamo.Get(tb).SafeConfig())
+	name := fmt.Sprintf("inbox-%d", tables.Add(1))
+	mustTable(tb, db, name)
+	return inboxstore.New(db, name, time.Hour)
+}
+
+// mustTable creates the table as template.yaml declares it.
+func mustTable(tb testing.TB, db *dynamodb.Client, name string) {
+	tb.Helper()
+	if _, err := db.CreateTable(context.Background(), inboxstore.TableInput(name)); err != nil {
+		tb.Fatalf("create table %s: %v", name, err)
 	}
 }
 
