@@ -57,7 +57,7 @@ cfn-lint: ## Lint template.yaml (what `sam validate --lint` runs).
 	$(CFN_LINT) $(TEMPLATE)
 
 .PHONY: run
-run: moto ## Run the whole system locally: moto on :4566, the API on 127.0.0.1:3000, the processor polling.
+run: moto dynoxide-if-any ## Run the whole system locally: the local AWS on :4566 (moto, dynoxide for DynamoDB), the API on 127.0.0.1:3000, the processor polling.
 	$(GO) run ./infra/local/cmd/run
 
 .PHONY: send

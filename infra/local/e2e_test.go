@@ -43,7 +43,7 @@ const (
 )
 
 type env struct {
-	moto      *awstest.Server
+	aws       *local.AWS
 	endpoint  string
 	awsConfig aws.Config
 	stack     *local.Stack
@@ -58,7 +58,15 @@ type env struct {
 // mustEnv runs the local stack as `make run` does, against its own moto.
 func mustEnv(tb testing.TB) *env {
 	tb.Helper()
-	s := awstest.Start(tb)
+	if testing.Short() {
+		tb.Skip("integration test: needs the emulators (skipped with -short)")
+	}
+	aws, err := local.StartAWS(context.Background(), 0, tb.TempDir())
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(aws.Stop)
+	s := &awstest.Server{Endpoint: aws.Endpoint, Atomic: aws.Atomic()}
 	cfg := s.Config()
 	sources, err := local.LoadSources(filepath.Join(repoRoot, "infra/local/sources.json"))
 	if err != nil {
@@ -70,9 +78,9 @@ func mustEnv(tb testing.TB) *env {
 	}
 	logs := &bytes.Buffer{}
 	log := slog.New(slog.NewJSONHandler(logs, nil))
-	// The handlers send one request at a time: moto does not evaluate a
-	// conditional write atomically, which DynamoDB does (see SerialConfig).
-	stack, err := local.Setup(context.Background(), s.SerialConfig(), filepath.Join(repoRoot, "template.yaml"), sources, nil, log)
+	// The handlers' conditional writes must be atomic, as DynamoDB's are:
+	// dynoxide's are; moto's only one request at a time (SerialConfig).
+	stack, err := local.Setup(context.Background(), s.SafeConfig(), filepath.Join(repoRoot, "template.yaml"), sources, nil, log)
 	if err != nil {
 		tb.Fatalf("setup: %v", err)
 	}
@@ -80,7 +88,7 @@ func mustEnv(tb testing.TB) *env {
 	tb.Cleanup(api.Close)
 	db := dynamodb.NewFromConfig(cfg)
 	return &env{
-		moto: s, endpoint: s.Endpoint, awsConfig: cfg,
+		aws: aws, endpoint: s.Endpoint, awsConfig: cfg,
 		stack: stack, api: api, db: db, logs: logs,
 		poller: stack.Poller(sqs.NewFromConfig(cfg), cfg.Region, log),
 		store:  inboxstore.New(db, stack.Resources.TableName, 24*time.Hour),
@@ -480,7 +488,7 @@ func TestStoreOutage(t *testing.T) {
 	if status, _ := e.post(t, []byte(`{"id":"evt_warmup","object":"event","type":"ping"}`), time.Now()); status != http.StatusAccepted {
 		t.Fatalf("warm-up: got %d, want 202", status)
 	}
-	e.moto.Stop()
+	e.aws.Stop()
 	if status, resp := e.post(t, body, time.Now()); status != http.StatusServiceUnavailable || resp["error"] != "temporarily unavailable" {
 		t.Errorf("got %d %v, want 503 temporarily unavailable", status, resp)
 	}

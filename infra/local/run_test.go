@@ -63,7 +63,7 @@ func TestMakeRunReceipts(t *testing.T) {
 	}
 	api := fmt.Sprintf("127.0.0.1:%d", apiPort)
 	out := &syncWriter{w: &bytes.Buffer{}}
-	cmd := exec.Command(bin, "-api", api, "-moto-port", fmt.Sprint(motoPort), "-state", t.TempDir(), "-sweep-every", "1h")
+	cmd := exec.Command(bin, "-api", api, "-aws-port", fmt.Sprint(motoPort), "-state", t.TempDir(), "-sweep-every", "1h")
 	cmd.Dir = repoRoot
 	cmd.Env = append(os.Environ(), "RECEIPT_WEBHOOK_URL="+receiver.URL+"/receipts")
 	cmd.Stdout, cmd.Stderr = out, out

@@ -1,10 +1,12 @@
 // Command run is `make run`: the whole system on this machine with no
-// Docker and no AWS account. It starts moto's server on 127.0.0.1:4566,
+// Docker and no AWS account. It starts the local AWS on 127.0.0.1:4566
+// (moto for SQS and Secrets Manager, dynoxide for DynamoDB, behind one
+// router; moto for all where dynoxide is missing),
 // creates the table and queues that template.yaml declares, seeds the
 // secrets of infra/local/sources.json, serves the HTTP API on
 // 127.0.0.1:3000 with the ingest handler, and feeds the main queue to the
 // processor handler as Lambda's SQS event source would. Ctrl-C stops all of
-// it, moto included.
+// it, the emulators included.
 package main
 
 import (
@@ -17,7 +19,6 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
-	"path/filepath"
 	"strconv"
 	"syscall"
 	"time"
@@ -45,7 +46,7 @@ func main() {
 
 func run() error {
 	apiAddr := flag.String("api", "127.0.0.1:3000", "address of the local HTTP API")
-	motoPort := flag.Int("moto-port", 4566, "port of moto's server on 127.0.0.1")
+	awsPort := flag.Int("aws-port", 4566, "port on 127.0.0.1 of the local AWS endpoint (moto, and dynoxide for DynamoDB, behind one router)")
 	tplPath := flag.String("template", "template.yaml", "SAM template to read resources from")
 	srcPath := flag.String("sources", "infra/local/sources.json", "local sources with dev-only secrets")
 	stateDir := flag.String("state", ".local", "directory for the emulator's log")
@@ -63,30 +64,19 @@ func run() error {
 	if err := os.MkdirAll(*stateDir, 0o755); err != nil {
 		return err
 	}
-	motoLog, err := os.Create(filepath.Join(*stateDir, "moto.log"))
+	aws, err := local.StartAWS(ctx, *awsPort, *stateDir)
 	if err != nil {
 		return err
 	}
-	defer motoLog.Close()
-	bin, err := awstest.MotoBinary()
-	if err != nil {
-		return err
+	defer aws.Stop()
+	if aws.Note != "" {
+		fmt.Fprintln(os.Stderr, "note:", aws.Note)
 	}
-	if l, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", *motoPort)); err != nil {
-		return fmt.Errorf("port %d is taken (is another `make run` running?): %w", *motoPort, err)
-	} else {
-		l.Close()
-	}
-	moto, err := awstest.Launch(ctx, bin, *motoPort, motoLog)
-	if err != nil {
-		return err
-	}
-	defer moto.Stop()
 
-	// The functions find the emulator through the SDK's own settings, as
-	// they would any endpoint.
+	// The functions find the emulators through the SDK's own settings, as
+	// they would any endpoint: one, the router's.
 	for k, v := range map[string]string{
-		"AWS_ENDPOINT_URL":      moto.Endpoint,
+		"AWS_ENDPOINT_URL":      aws.Endpoint,
 		"AWS_REGION":            awstest.Region,
 		"AWS_ACCESS_KEY_ID":     "test",
 		"AWS_SECRET_ACCESS_KEY": "test",
@@ -98,17 +88,20 @@ func run() error {
 		return err
 	}
 	log := obs.NewLogger(os.Stdout, slog.LevelInfo)
-	// The handlers' requests go to moto one at a time: moto checks a
-	// write's condition and then writes without a lock, and with several
-	// processor batches in flight two claims of one event could otherwise
-	// both pass a condition DynamoDB evaluates atomically. The poller keeps
-	// its own client, as its long polls would hold up everything else.
+	// Where DynamoDB is moto's, the handlers' requests go one at a time:
+	// moto checks a write's condition and then writes without a lock, and
+	// with several processor batches in flight two claims of one event
+	// could otherwise both pass a condition DynamoDB evaluates atomically.
+	// The poller keeps its own client, as its long polls would hold up
+	// everything else. dynoxide is atomic: no need.
 	handlerCfg := cfg.Copy()
-	next := cfg.HTTPClient
-	if next == nil {
-		next = awshttp.NewBuildableClient() // what each client would build itself
+	if !aws.Atomic() {
+		next := cfg.HTTPClient
+		if next == nil {
+			next = awshttp.NewBuildableClient() // what each client would build itself
+		}
+		handlerCfg.HTTPClient = awstest.Serial(next)
 	}
-	handlerCfg.HTTPClient = awstest.Serial(next)
 	// The developer's own receiver of the example's receipts, if any.
 	overrides := map[string]string{}
 	for _, name := range []string{"RECEIPT_WEBHOOK_URL", "RECEIPT_RETRY_UNKNOWN"} {
@@ -155,7 +148,7 @@ func run() error {
 	fmt.Fprintf(os.Stderr, `
 webhook-inbox is running locally.
   API         http://%s/webhooks/{source}[/{account}]   sources: %v
-  AWS (moto)  %s   table %s
+  AWS         %s   (%s)   table %s
               main queue %s
               DLQ        %s (after %d receives; visibility %s)
   Sweep       every %s, events overdue by %s (-sweep-every, -sweep-after)
@@ -164,9 +157,9 @@ webhook-inbox is running locally.
               aws --endpoint-url %s dynamodb scan --table-name %s
   Ctrl-C stops everything.
 
-`, ln.Addr(), sourceNames(sources), moto.Endpoint, stack.Resources.TableName, stack.Resources.QueueURL,
+`, ln.Addr(), sourceNames(sources), aws.Endpoint, emulators(aws), stack.Resources.TableName, stack.Resources.QueueURL,
 		stack.Resources.DLQURL, stack.Resources.MaxReceiveCount, stack.Resources.VisibilityTimeout,
-		sweeper.Every, stack.Replay.SweepAfter, moto.Endpoint, stack.Resources.TableName)
+		sweeper.Every, stack.Replay.SweepAfter, aws.Endpoint, stack.Resources.TableName)
 
 	pollerStopped := false
 	select {
@@ -232,4 +225,12 @@ func sourceNames(f local.SourcesFile) []string {
 		out = append(out, s.Name)
 	}
 	return out
+}
+
+// emulators says which emulator serves what behind the router.
+func emulators(a *local.AWS) string {
+	if a.Dynamo == a.Moto {
+		return "moto"
+	}
+	return "DynamoDB: dynoxide, the rest: moto"
 }

@@ -1,0 +1,41 @@
+package local
+
+import (
+	"net/http"
+	"net/http/httputil"
+	"net/url"
+	"strings"
+)
+
+// dynamoDBTarget prefixes the X-Amz-Target of every DynamoDB call (its JSON
+// protocol names the operation there, e.g. DynamoDB_20120810.PutItem).
+const dynamoDBTarget = "DynamoDB_20120810."
+
+// NewRouter is the one local AWS endpoint: DynamoDB calls, told by their
+// X-Amz-Target, go to dynamo; everything else (SQS, Secrets Manager) to
+// rest. The Host header is passed on as it came, so URLs the emulators
+// build from it (SQS queue URLs) name the router, and every client —
+// the SDK's AWS_ENDPOINT_URL, the AWS CLI — keeps one endpoint.
+func NewRouter(dynamo, rest *url.URL) http.Handler {
+	proxy := func(to *url.URL) *httputil.ReverseProxy {
+		return &httputil.ReverseProxy{
+			Rewrite: func(r *httputil.ProxyRequest) {
+				r.SetURL(to)
+				r.Out.Host = r.In.Host
+			},
+		}
+	}
+	d, o := proxy(dynamo), proxy(rest)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if IsDynamoDB(r) {
+			d.ServeHTTP(w, r)
+			return
+		}
+		o.ServeHTTP(w, r)
+	})
+}
+
+// IsDynamoDB reports whether the request is a DynamoDB call.
+func IsDynamoDB(r *http.Request) bool {
+	return strings.HasPrefix(r.Header.Get("X-Amz-Target"), dynamoDBTarget)
+}
