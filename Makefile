@@ -112,6 +112,18 @@ BENCH_BATCHES ?= 20
 bench-units: $(DYNOXIDE) ## Each example path: DynamoDB capacity per event (as dynoxide reports it) and commit-to-receipt time.
 	DYNOXIDE=$(DYNOXIDE) $(GO) test -run='^$$' -bench='^BenchmarkExamplePaths$$' -benchtime=50x ./internal/processor/
 
+.PHONY: model
+model: ## Model-check the protocol (model/inbox.pml) with spin: safety exhaustively, then liveness under weak fairness (about 8 min).
+	@command -v spin >/dev/null || { echo "spin not found: apt-get install spin"; exit 1; }
+	@rm -rf .build/model && mkdir -p .build/model && cp model/inbox.pml .build/model/
+	cd .build/model && spin -a inbox.pml >/dev/null && cc -O2 -DSAFETY -DNOCLAIM -DCOLLAPSE -o safety pan.c
+	cd .build/model && ./safety -m200000 > safety.txt; grep -E 'errors:|states, stored|assertion violated' safety.txt
+	@grep -q 'errors: 0$$' .build/model/safety.txt || { echo "model: safety FAILED (trail: .build/model/inbox.pml.trail; spin -t -p inbox.pml)"; exit 1; }
+	cd .build/model && cc -O2 -DCOLLAPSE -DNFAIR=8 -o liveness pan.c
+	cd .build/model && ./liveness -a -f -m200000 > liveness.txt; grep -E 'errors:|states, stored|acceptance cycle' liveness.txt
+	@grep -q 'errors: 0$$' .build/model/liveness.txt || { echo "model: liveness FAILED (trail: .build/model/inbox.pml.trail)"; exit 1; }
+	@echo "model: ok"
+
 .PHONY: fuzz
 fuzz: ## Every fuzz target of the parsers in turn, FUZZTIME each (FUZZTIME=5m for a long run).
 	@set -e; for pkg in $(FUZZ_PKGS); do \

@@ -1,0 +1,295 @@
+/*
+ * The webhook-inbox protocol, for one event, as a Promela model.
+ *
+ * Ingest stores the event and enqueues a message; workers claim it with a
+ * lease, run its handler, commit the fact with the event's status and an
+ * outbox row, deliver the row under its own lease, settle, and ack. SQS
+ * redelivers what is not acked and moves a message received MAXRC times
+ * to the DLQ; the sweep re-enqueues unfinished events and unsettled
+ * outboxes; replay revives a dead event from the DLQ. A worker may crash
+ * at every step (its message comes back after the visibility timeout), a
+ * lease may expire at any moment (a slow worker), and a call may fail.
+ *
+ * Each step names the function that implements it ("impl:"), checked by
+ * model/model_test.go so the model changes with the code. `make model`
+ * checks the safety properties exhaustively and the liveness ones under
+ * weak fairness; see model/README.md.
+ */
+
+#define MAXRC   2   /* the main queue's maxReceiveCount */
+#define MAXATT  3   /* the event's claim budget (processor.Config.MaxAttempts) */
+#define ROWATT  2   /* a row's attempt budget (outbox.Config.MaxAttempts) */
+#define CRASHES 1   /* worker crashes in a run */
+#define EXPIRES 1   /* leases that end under a working worker */
+#define FAULTS  1   /* failed calls: handler errors, refused sends */
+
+/* event status */
+#define NONE       0
+#define RECEIVED   1
+#define PROCESSING 2
+#define PROCESSED  3
+#define FAILED     4
+#define DEAD       5
+
+/* outbox row state */
+#define R_NONE       0
+#define R_PENDING    1
+#define R_DELIVERING 2
+#define R_DELIVERED  3
+#define R_FAILED     4
+#define R_UNKNOWN    5
+#define R_DEAD       6
+
+byte status = NONE;
+byte owner = 0;          /* the event's lease owner token, 0 for none */
+bool lease = false;      /* the lease is live */
+byte attempts = 0;
+byte facts = 0;          /* facts written: must stay <= 1 */
+
+byte row = R_NONE;
+byte rowOwner = 0;
+bool rowLease = false;
+byte rowAttempts = 0;
+bool pendingOutbox = false;  /* the event's outbox is not settled */
+byte sends = 0;          /* requests that reached the receiver */
+
+byte cur[2];             /* each worker's current owner token */
+byte crashes = 0;
+byte expires = 0;
+byte faults = 0;
+byte dlq = 0;            /* messages in the DLQ */
+bool replayed = false;
+
+/* The main queue: a message is its receive count. SQS has no bound; the
+ * model's is never reached (giveBack asserts it). */
+chan queue = [5] of { byte };
+
+#define unfinished (status == RECEIVED || status == PROCESSING || status == FAILED)
+
+/* A message comes back after its visibility timeout, or moves to the
+ * DLQ when it has been received MAXRC times. */
+inline giveBack(rc) {
+	if
+	:: rc >= MAXRC ->
+		/* SQS's redrive: only a dead event's message, unless the worker
+		 * holding it crashed on its last receive (then the event is
+		 * unfinished and the sweep finishes it; drain-dlq drops the copy). */
+		assert(status == DEAD || crashedLast);
+		dlq++
+	:: else -> assert(nfull(queue)); queue!rc
+	fi
+}
+
+/* impl: ingest.Handler.store, inboxstore.Store.Insert, queue.Queue.Enqueue */
+proctype Provider() {
+	byte tries = 0;
+	do
+	:: tries < 2 ->
+		tries++;
+		atomic { if :: status == NONE -> status = RECEIVED :: else -> skip fi };
+		if
+		:: unfinished && nfull(queue) -> queue!0   /* stored (or a duplicate still unfinished): enqueued */
+		:: true -> skip                              /* the enqueue failed (503) or the event is finished */
+		fi
+	:: else -> break
+	od
+}
+
+/* An owner token for worker me that no lease, row or other worker holds:
+ * as unique as the real ones (request id + message id + index) for as long
+ * as anything refers to them, and few enough to keep the model finite. */
+inline newToken(me, t) {
+	d_step {
+		t = 1;
+		do
+		:: t == owner || t == rowOwner || t == cur[0] || t == cur[1] -> t++
+		:: else -> break
+		od;
+		cur[me] = t
+	}
+}
+
+/* A crash: the worker stops, and its message comes back after the
+ * visibility timeout (or, on its last receive, goes to the DLQ). */
+#define CRASH  (crashes < CRASHES)
+inline crash() {
+	crashes++; crashedLast = (rc >= MAXRC); giveBack(rc); goto next
+}
+
+/* Each store or queue call is one atomic step, as DynamoDB and SQS make
+ * it; between two steps anything else may happen, and before each one the
+ * worker may crash. */
+
+/* impl: processor.Processor.Handle */
+proctype Worker(byte me) {
+	byte rc, tok;
+	bool crashedLast;
+end:	do
+	:: atomic { queue?rc -> rc++; newToken(me, tok) };
+
+		/* impl: inboxstore.Store.Claim */
+		atomic {
+			if
+			:: CRASH -> crash()
+			:: else -> skip
+			fi;
+			if
+			:: status == RECEIVED || status == FAILED || (status == PROCESSING && !lease) ->
+				status = PROCESSING; owner = tok; lease = true; attempts++
+			:: status == PROCESSED -> goto deliver   /* its outbox, if unsettled */
+			:: status == DEAD -> goto next           /* final: acknowledged */
+			:: status == PROCESSING && lease ->      /* held elsewhere: back later, or the holder's */
+				if :: rc >= MAXRC -> goto next :: else -> giveBack(rc); goto next fi
+			fi
+		}
+
+		/* The handler, and its commit. impl: processor.Processor.record */
+		atomic {
+			if
+			:: CRASH -> crash()
+			:: else -> skip
+			fi;
+			if
+			:: attempts > MAXATT -> goto dead
+			:: faults < FAULTS -> faults++;     /* a transient failure */
+				/* impl: processor.Processor.failed */
+				if
+				:: rc >= MAXRC -> goto dead
+				:: else ->
+					if :: status == PROCESSING && owner == tok -> status = FAILED; lease = false :: else -> skip fi;
+					giveBack(rc); goto next
+				fi
+			:: true ->
+				/* impl: inboxstore.Store.Complete */
+				if
+				:: status == PROCESSING && owner == tok ->
+					facts++;   /* the fact IF absent: only this commit writes it */
+					assert(facts <= 1);
+					status = PROCESSED; lease = false; owner = 0;
+					row = R_PENDING; pendingOutbox = true
+				:: else -> goto next   /* lease lost: the new holder answers for it */
+				fi
+			fi
+		}
+
+	deliver:
+		/* impl: outbox.Deliverer.Deliver, inboxstore.Store.ClaimRow */
+		atomic {
+			if
+			:: CRASH -> crash()   /* after the commit, before the ack */
+			:: else -> skip
+			fi;
+			if
+			:: !pendingOutbox -> goto next
+			:: row == R_PENDING || row == R_FAILED ->
+				row = R_DELIVERING; rowOwner = tok; rowLease = true; rowAttempts++;
+				if :: rowAttempts > ROWATT -> row = R_DEAD; rowLease = false; goto settle :: else -> skip fi
+			:: row == R_DELIVERING && !rowLease ->   /* its holder stopped: it may have been sent */
+				row = R_UNKNOWN; rowOwner = 0; goto settle
+			:: else -> goto settle                  /* final, or held by another worker */
+			fi
+		}
+
+		/* impl: outbox.Deliverer.send */
+		atomic {
+			if
+			:: CRASH -> crash()   /* before the request was written */
+			:: faults < FAULTS -> faults++;   /* refused before it was written: not sent */
+				/* impl: inboxstore.Store.FinishRow */
+				if :: row == R_DELIVERING && rowOwner == tok -> row = R_FAILED; rowLease = false :: else -> skip fi;
+				goto settle
+			:: true ->
+				sends++;
+				assert(sends <= 1)   /* no retry_unknown here: never sent twice */
+			fi
+		}
+
+		/* impl: inboxstore.Store.FinishRow */
+		atomic {
+			if
+			:: CRASH -> crash()   /* sent, not recorded */
+			:: else -> skip
+			fi;
+			if
+			:: row == R_DELIVERING && rowOwner == tok -> row = R_DELIVERED; rowLease = false
+			:: row == R_DELIVERING && rowOwner == tok -> row = R_UNKNOWN; rowLease = false   /* sent, no answer */
+			:: else -> skip
+			fi
+		}
+
+	settle:
+		/* impl: inboxstore.Store.SettleOutbox */
+		atomic {
+			if
+			:: row == R_DELIVERED || row == R_UNKNOWN || row == R_DEAD -> pendingOutbox = false
+			:: else -> skip
+			fi;
+			if
+			:: pendingOutbox && rc < MAXRC -> giveBack(rc)   /* back when the row is due */
+			:: else -> skip                                    /* settled, or the sweep's */
+			fi;
+			goto next
+		}
+
+	dead:
+		/* impl: processor.Processor.dead */
+		atomic {
+			if
+			:: (status == PROCESSING && (owner == tok || !lease)) || status == RECEIVED || status == FAILED ->
+				status = DEAD; lease = false; owner = 0; dlq++   /* and its copy to the DLQ */
+			:: status == PROCESSED -> goto deliver
+			:: else -> if :: rc < MAXRC -> giveBack(rc) :: else -> skip fi
+			fi
+		}
+	next:
+		skip;
+		/* Nothing of this receive is kept: the worker's token is free. */
+		d_step { rc = 0; tok = 0; crashedLast = false; cur[me] = 0 }
+	od
+}
+
+/* A lease ends while its worker still works (slow, or past its deadline). */
+proctype Clock() {
+end:	do
+	:: expires < EXPIRES && status == PROCESSING && lease -> expires++; lease = false
+	:: expires < EXPIRES && row == R_DELIVERING && rowLease -> expires++; rowLease = false
+	od
+}
+
+/* impl: replay.Replayer.sweep, inboxstore.Store.Overdue */
+proctype Sweep() {
+end:	do
+	:: (unfinished || pendingOutbox) && empty(queue) && !(status == PROCESSING && lease) && !(row == R_DELIVERING && rowLease) ->
+		queue!0
+	od
+}
+
+/* impl: replay.Replayer.drainOne, inboxstore.Store.Revive */
+proctype Replay() {
+end:	atomic {
+		dlq > 0 && status == DEAD && !replayed && nfull(queue) ->
+		replayed = true; dlq--; status = FAILED; attempts = 0; queue!0
+	}
+}
+
+/* When nothing can move any more (every worker waiting on an empty
+ * queue), the event is finished. Spin checks the LTL property below over
+ * infinite runs only; this covers the runs that stop. */
+proctype Quiet() {
+	timeout -> assert((status == PROCESSED && !pendingOutbox) || status == DEAD)
+}
+
+init {
+	atomic {
+		run Quiet();
+		run Provider();
+		run Worker(0);
+		run Worker(1);
+		run Clock();
+		run Sweep();
+		run Replay()
+	}
+}
+
+/* Every stored event ends processed (its outbox settled) or dead. */
+ltl finished { <> [] ((status == PROCESSED && !pendingOutbox) || status == DEAD) }
