@@ -79,23 +79,24 @@ func (s *Shared) Get(tb testing.TB) *Server {
 	if testing.Short() {
 		tb.Skip("integration test: needs moto_server (skipped with -short)")
 	}
-	s.once.Do(func() {
-		bin, err := MotoBinary()
-		if err != nil {
-			s.err = err
-			return
-		}
-		port, err := FreePort()
-		if err != nil {
-			s.err = fmt.Errorf("free port: %w", err)
-			return
-		}
-		s.server, s.err = Launch(context.Background(), bin, port, nil)
-	})
+	s.once.Do(func() { s.server, s.err = launchMoto() })
 	if s.err != nil {
 		tb.Fatal(s.err)
 	}
 	return s.server
+}
+
+// launchMoto starts moto_server on a free loopback port.
+func launchMoto() (*Server, error) {
+	bin, err := MotoBinary()
+	if err != nil {
+		return nil, err
+	}
+	port, err := FreePort()
+	if err != nil {
+		return nil, fmt.Errorf("free port: %w", err)
+	}
+	return Launch(context.Background(), bin, port, nil)
 }
 
 // Stop stops the server if it was started.

@@ -114,17 +114,7 @@ func (s *SharedDynamoDB) Get(tb testing.TB) *Server {
 			return
 		}
 		fmt.Fprintln(os.Stderr, "awstest: dynoxide not found (`make dynoxide` installs it): DynamoDB tests run against moto, slower")
-		bin, err := MotoBinary()
-		if err != nil {
-			s.err = err
-			return
-		}
-		port, err := FreePort()
-		if err != nil {
-			s.err = fmt.Errorf("free port: %w", err)
-			return
-		}
-		s.server, s.err = Launch(context.Background(), bin, port, nil)
+		s.server, s.err = launchMoto()
 	})
 	if s.err != nil {
 		tb.Fatal(s.err)
