@@ -64,26 +64,44 @@ func Start(tb testing.TB) *Server {
 	return s
 }
 
-// Shared is one moto server for a whole test package, started by the first
-// test that asks for it. Stop it from TestMain after m.Run.
-type Shared struct {
+// shared is one emulator for a whole test package, started by the first
+// test that asks for it.
+type shared struct {
 	once   sync.Once
 	server *Server
 	err    error
 }
 
-// Get returns the package's server, starting it on first use; under -short
-// the test is skipped.
-func (s *Shared) Get(tb testing.TB) *Server {
+// get returns the server, launching it on first use; under -short the
+// test is skipped (need names what it would have needed).
+func (s *shared) get(tb testing.TB, need string, launch func() (*Server, error)) *Server {
 	tb.Helper()
 	if testing.Short() {
-		tb.Skip("integration test: needs moto_server (skipped with -short)")
+		tb.Skip("integration test: needs " + need + " (skipped with -short)")
 	}
-	s.once.Do(func() { s.server, s.err = launchMoto() })
+	s.once.Do(func() { s.server, s.err = launch() })
 	if s.err != nil {
 		tb.Fatal(s.err)
 	}
 	return s.server
+}
+
+// Stop stops the server if it was started.
+func (s *shared) Stop() {
+	if s.server != nil {
+		s.server.Stop()
+	}
+}
+
+// Shared is one moto server for a whole test package, started by the first
+// test that asks for it. Stop it from TestMain after m.Run.
+type Shared struct{ shared }
+
+// Get returns the package's server, starting it on first use; under -short
+// the test is skipped.
+func (s *Shared) Get(tb testing.TB) *Server {
+	tb.Helper()
+	return s.get(tb, "moto_server", launchMoto)
 }
 
 // launchMoto starts moto_server on a free loopback port.
@@ -97,13 +115,6 @@ func launchMoto() (*Server, error) {
 		return nil, fmt.Errorf("free port: %w", err)
 	}
 	return Launch(context.Background(), bin, port, nil)
-}
-
-// Stop stops the server if it was started.
-func (s *Shared) Stop() {
-	if s.server != nil {
-		s.server.Stop()
-	}
 }
 
 // MotoBinary finds moto_server: $MOTO_SERVER, then the project virtualenv

@@ -9,7 +9,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -95,36 +94,20 @@ func LaunchDynoxide(bin string) (*Server, error) {
 // started by the first test that asks for it: dynoxide where it is
 // installed, else moto (with a note, once). Tests sharing it name their
 // tables apart. Stop it from TestMain after m.Run.
-type SharedDynamoDB struct {
-	once   sync.Once
-	server *Server
-	err    error
-}
+type SharedDynamoDB struct{ shared }
 
 // Get returns the package's emulator, starting it on first use; under
 // -short the test is skipped.
 func (s *SharedDynamoDB) Get(tb testing.TB) *Server {
 	tb.Helper()
-	if testing.Short() {
-		tb.Skip("integration test: needs a DynamoDB emulator (skipped with -short)")
-	}
-	s.once.Do(func() {
-		if bin, err := DynoxideBinary(); err == nil {
-			s.server, s.err = LaunchDynoxide(bin)
-			return
-		}
-		fmt.Fprintln(os.Stderr, "awstest: dynoxide not found (`make dynoxide` installs it): DynamoDB tests run against moto, slower")
-		s.server, s.err = launchMoto()
-	})
-	if s.err != nil {
-		tb.Fatal(s.err)
-	}
-	return s.server
+	return s.get(tb, "a DynamoDB emulator", launchDynamoDB)
 }
 
-// Stop stops the emulator if it was started.
-func (s *SharedDynamoDB) Stop() {
-	if s.server != nil {
-		s.server.Stop()
+// launchDynamoDB starts dynoxide, or moto where dynoxide is missing.
+func launchDynamoDB() (*Server, error) {
+	if bin, err := DynoxideBinary(); err == nil {
+		return LaunchDynoxide(bin)
 	}
+	fmt.Fprintln(os.Stderr, "awstest: dynoxide not found (`make dynoxide` installs it): DynamoDB tests run against moto, slower")
+	return launchMoto()
 }
