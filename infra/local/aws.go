@@ -30,8 +30,10 @@ type AWS struct {
 }
 
 // StartAWS starts the emulators and the router on 127.0.0.1:port (0: a
-// free one). Emulator output goes to files in logDir.
-func StartAWS(ctx context.Context, port int, logDir string) (*AWS, error) {
+// free one). Emulator output goes to files in logDir. Each wrap, if any,
+// wraps the router in turn (the torture run's Faults.Wrap), so every call
+// through the endpoint passes it; the emulators' own endpoints do not.
+func StartAWS(ctx context.Context, port int, logDir string, wrap ...func(http.Handler) http.Handler) (*AWS, error) {
 	ln, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", port))
 	if err != nil {
 		return nil, fmt.Errorf("port %d is taken (is another `make run` running?): %w", port, err)
@@ -66,7 +68,11 @@ func StartAWS(ctx context.Context, port int, logDir string) (*AWS, error) {
 	}
 	dyn, _ := url.Parse(a.Dynamo.Endpoint)
 	rest, _ := url.Parse(a.Moto.Endpoint)
-	a.srv = &http.Server{Handler: NewRouter(dyn, rest), ReadHeaderTimeout: 10 * time.Second}
+	h := NewRouter(dyn, rest)
+	for _, w := range wrap {
+		h = w(h)
+	}
+	a.srv = &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
 	go func() {
 		if err := a.srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			fmt.Fprintln(os.Stderr, "local aws router:", err)

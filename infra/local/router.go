@@ -1,6 +1,9 @@
 package local
 
 import (
+	"context"
+	"errors"
+	"log"
 	"net/http"
 	"net/http/httputil"
 	"net/url"
@@ -23,6 +26,7 @@ func NewRouter(dynamo, rest *url.URL) http.Handler {
 				r.SetURL(to)
 				r.Out.Host = r.In.Host
 			},
+			ErrorHandler: proxyError,
 		}
 	}
 	d, o := proxy(dynamo), proxy(rest)
@@ -38,4 +42,15 @@ func NewRouter(dynamo, rest *url.URL) http.Handler {
 // IsDynamoDB reports whether the request is a DynamoDB call.
 func IsDynamoDB(r *http.Request) bool {
 	return strings.HasPrefix(r.Header.Get("X-Amz-Target"), dynamoDBTarget)
+}
+
+// proxyError answers 502 when an emulator cannot be reached, and logs it;
+// a caller that went away (a long poll given up, a killed process) is not
+// an error worth a line.
+func proxyError(w http.ResponseWriter, r *http.Request, err error) {
+	if errors.Is(err, context.Canceled) && r.Context().Err() != nil {
+		return
+	}
+	log.Printf("local aws router: %s %s: %v", r.Method, r.URL.Path, err)
+	w.WriteHeader(http.StatusBadGateway)
 }

@@ -188,6 +188,15 @@ func (s *Server) ping(ctx context.Context) error {
 // Stop kills moto_server and its process group.
 func (s *Server) Stop() { s.kill() }
 
+// Pid is the emulator's process ID (its process group's leader), for
+// reading what it uses from /proc.
+func (s *Server) Pid() int {
+	if s.cmd == nil || s.cmd.Process == nil {
+		return 0
+	}
+	return s.cmd.Process.Pid
+}
+
 func (s *Server) kill() {
 	if s.cmd == nil || s.cmd.Process == nil {
 		return

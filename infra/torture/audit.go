@@ -1,0 +1,410 @@
+package main
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"io"
+	"maps"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+
+	"github.com/webhook-inbox/webhook-inbox/infra/local"
+	"github.com/webhook-inbox/webhook-inbox/internal/effects"
+	"github.com/webhook-inbox/webhook-inbox/internal/examples"
+	"github.com/webhook-inbox/webhook-inbox/internal/inbox"
+	"github.com/webhook-inbox/webhook-inbox/internal/outbox"
+)
+
+// item is what the audit reads of any table item: events, facts,
+// entities and outbox rows share the table, each using some of these.
+type item struct {
+	PK          string `dynamodbav:"pk"`
+	Status      string `dynamodbav:"status"`
+	Outcome     string `dynamodbav:"outcome"`
+	LastError   string `dynamodbav:"last_error"`
+	Outbox      string `dynamodbav:"outbox"`
+	ProcessedAt string `dynamodbav:"processed_at"`
+	// Facts and entities.
+	InvoiceID    string `dynamodbav:"invoice_id"`
+	Customer     string `dynamodbav:"customer"`
+	PaidThrough  int64  `dynamodbav:"paid_through"`
+	InvoicesPaid int64  `dynamodbav:"invoices_paid"`
+	Head         string `dynamodbav:"head"`
+}
+
+// auditAttrs are the attributes scan reads (payloads and bodies are left
+// behind).
+var auditAttrs = []string{"pk", "status", "outcome", "last_error", "outbox", "processed_at",
+	"invoice_id", "customer", "paid_through", "invoices_paid", "head"}
+
+func (it item) finished() bool {
+	return it.Status == string(inbox.StatusProcessed) || it.Status == string(inbox.StatusDead)
+}
+
+func (it item) rowFinal() bool { return outbox.State(it.Status).Final() }
+
+// scan reads the whole table, consistently, straight from the emulator.
+func scan(ctx context.Context, sys *system) (map[string]item, error) {
+	names := map[string]string{}
+	var proj []string
+	for i, a := range auditAttrs {
+		n := fmt.Sprintf("#a%d", i)
+		names[n] = a
+		proj = append(proj, n)
+	}
+	out := map[string]item{}
+	in := &dynamodb.ScanInput{
+		TableName: &sys.stack.Resources.TableName, ConsistentRead: aws.Bool(true),
+		ProjectionExpression: aws.String(strings.Join(proj, ", ")), ExpressionAttributeNames: names,
+	}
+	p := dynamodb.NewScanPaginator(sys.ddb, in)
+	for p.HasMorePages() {
+		page, err := p.NextPage(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("scan: %w", err)
+		}
+		var items []item
+		if err := attributevalue.UnmarshalListOfMaps(page.Items, &items); err != nil {
+			return nil, fmt.Errorf("scan: %w", err)
+		}
+		for _, it := range items {
+			out[it.PK] = it
+		}
+	}
+	return out, nil
+}
+
+// report is the audit's findings and the run's figures.
+type report struct {
+	Events, Deliveries int
+	Stats              *sendStats
+	Kills, WorkerExits int
+	Faults             local.FaultCounts
+	Settled            bool
+
+	// The three counts of the verdict, each finding a line.
+	Lost, Duplicates, Regressions []string
+
+	Status   map[string]int // events by status/outcome
+	Dead     map[string]int // dead events by their last error
+	Paid     int            // invoices with a fact
+	Rows     map[string]int // receipt rows by state
+	Answers  map[string]int // the receiver's answers
+	DLQ      int
+	Received int // receipts accepted by the receiver
+
+	SendTime, AllDone, Elapsed time.Duration
+	Load                       *loadReport
+}
+
+// Clean reports a 0/0/0 verdict on a settled system whose workers never
+// died by themselves.
+func (r *report) Clean() bool {
+	return r.Settled && r.WorkerExits == 0 && len(r.Lost)+len(r.Duplicates)+len(r.Regressions) == 0
+}
+
+// audit checks the table, the DLQ and the receiver's log against the
+// workload.
+func audit(ctx context.Context, sys *system, w *workload, st *sendStats) (*report, error) {
+	items, err := scan(ctx, sys)
+	if err != nil {
+		return nil, err
+	}
+	rep := &report{Events: len(w.Events), Deliveries: w.sends(), Stats: st,
+		Status: map[string]int{}, Dead: map[string]int{}, Rows: map[string]int{}, Answers: map[string]int{}}
+	lost := func(f string, a ...any) { rep.Lost = append(rep.Lost, fmt.Sprintf(f, a...)) }
+	dup := func(f string, a ...any) { rep.Duplicates = append(rep.Duplicates, fmt.Sprintf(f, a...)) }
+	regress := func(f string, a ...any) { rep.Regressions = append(rep.Regressions, fmt.Sprintf(f, a...)) }
+
+	// Every event: answered 2xx, stored, finished; dead ones with a reason.
+	processed := map[*event]bool{}
+	for _, ev := range w.Events {
+		k := ev.key()
+		if why, ok := st.Refused[k]; ok {
+			lost("%s: refused: %s", k, why)
+		}
+		if !st.Accepted[k] {
+			lost("%s: never answered 2xx: %s", k, st.GaveUp[k])
+			continue
+		}
+		it, ok := items["event#"+k]
+		switch {
+		case !ok:
+			lost("%s: answered 2xx, not in the table", k)
+			continue
+		case !it.finished():
+			lost("%s: stranded %s", k, it.Status)
+		case it.Status == string(inbox.StatusDead) && it.LastError == "":
+			lost("%s: dead with no reason", k)
+		case it.Outbox == "pending":
+			lost("%s: processed, outbox never settled", k)
+		}
+		rep.Status[it.Status+"/"+it.Outcome]++
+		if it.Status == string(inbox.StatusDead) {
+			rep.Dead[clip(it.LastError, 90)]++
+		}
+		processed[ev] = it.Status == string(inbox.StatusProcessed)
+	}
+
+	// Every fact, entity and row the table holds must be one the workload
+	// asked for.
+	expected := map[string]bool{}
+	invoices := map[string]*invoice{}
+	for _, ev := range w.Events {
+		switch {
+		case ev.Invoice != nil:
+			f := effects.Fact{Kind: examples.InvoicePaidKind, Key: ev.Invoice.ID}
+			expected[f.ID()] = true
+			expected[effects.Update{Entity: examples.MembershipEntity, Key: ev.Invoice.Customer}.ID()] = true
+			expected[effects.Update{Entity: examples.LedgerEntity, Key: ev.Invoice.Customer}.ID()] = true
+			expected[effects.Outbound{Key: effects.KeyOf(f.ID(), examples.ReceiptTarget)}.ID()] = true
+			invoices[ev.Invoice.ID] = ev.Invoice
+		case ev.Subscription != "":
+			expected[effects.Update{Entity: examples.SubscriptionEntity, Key: ev.Subscription}.ID()] = true
+		case ev.Push != nil:
+			expected[effects.Update{Entity: examples.BranchEntity, Key: ev.Push.Branch}.ID()] = true
+			for _, c := range ev.Push.Commits {
+				expected[effects.Fact{Kind: examples.PushCommitKind, Key: ev.Push.Repo + "@" + c}.ID()] = true
+			}
+		default:
+			expected["event#"+ev.key()] = true
+		}
+		expected["event#"+ev.key()] = true
+	}
+	for pk := range items {
+		if !expected[pk] {
+			dup("%s: in the table, not asked for by any event", pk)
+		}
+	}
+
+	// Invoices: a fact exactly when one of its events was processed; per
+	// customer, the ledger counts each fact once and the membership runs
+	// to the latest period paid.
+	invoiceProcessed := map[string]bool{}
+	for _, ev := range w.Events {
+		if ev.Invoice != nil && processed[ev] {
+			invoiceProcessed[ev.Invoice.ID] = true
+		}
+	}
+	count := map[string]int64{}
+	latest := map[string]int64{}
+	for _, inv := range sorted(invoices) {
+		f := effects.Fact{Kind: examples.InvoicePaidKind, Key: inv.ID}
+		_, has := items[f.ID()]
+		switch {
+		case invoiceProcessed[inv.ID] && !has:
+			lost("%s: an event of it processed, no fact", f.ID())
+		case !invoiceProcessed[inv.ID] && has:
+			dup("%s: a fact, no event of it processed", f.ID())
+		}
+		if has {
+			rep.Paid++
+			count[inv.Customer]++
+			latest[inv.Customer] = max(latest[inv.Customer], inv.PeriodEnd)
+		}
+	}
+	for _, c := range slices.Sorted(maps.Keys(count)) {
+		led := items[effects.Update{Entity: examples.LedgerEntity, Key: c}.ID()]
+		switch {
+		case led.InvoicesPaid > count[c]:
+			dup("%s: %d invoices paid counted, %d facts", led.PK, led.InvoicesPaid, count[c])
+		case led.InvoicesPaid < count[c]:
+			lost("%s (%s): %d invoices paid counted, %d facts", led.PK, c, led.InvoicesPaid, count[c])
+		}
+		m := items[effects.Update{Entity: examples.MembershipEntity, Key: c}.ID()]
+		if m.PaidThrough != latest[c] {
+			regress("membership %s: paid_through %d, the latest invoice paid runs to %d", c, m.PaidThrough, latest[c])
+		}
+	}
+
+	// Receipts: at most one accepted per invoice; every invoice paid has
+	// its row, delivered when the receiver has it, else unknown.
+	got := map[string]int{}
+	for _, r := range sys.receiver.received() {
+		rep.Answers[r.Answer]++
+		if r.Answer == answerOK || r.Answer == answerHang {
+			got[r.Key]++
+			rep.Received++
+		}
+	}
+	for key, n := range got {
+		if n > 1 {
+			dup("receipt %s: accepted %d times", key, n)
+		}
+	}
+	for _, inv := range sorted(invoices) {
+		f := effects.Fact{Kind: examples.InvoicePaidKind, Key: inv.ID}
+		key := effects.KeyOf(f.ID(), examples.ReceiptTarget)
+		if _, has := items[f.ID()]; !has {
+			if got[key] > 0 {
+				dup("receipt %s: received for an invoice never paid", key)
+			}
+			continue
+		}
+		row, ok := items[effects.Outbound{Key: key}.ID()]
+		if !ok {
+			lost("receipt %s: no outbox row", key)
+			continue
+		}
+		rep.Rows[row.Status]++
+		switch outbox.State(row.Status) {
+		case outbox.Delivered:
+			if got[key] == 0 {
+				lost("receipt %s: row delivered, never received", key)
+			}
+		case outbox.Unknown:
+		default:
+			if got[key] == 0 {
+				lost("receipt %s: never received, row %s (not unknown)", key, row.Status)
+			}
+		}
+	}
+
+	// Subscriptions end in the newest processed event's status.
+	newest := map[string]*event{}
+	for _, ev := range w.Events {
+		if ev.Subscription == "" || !processed[ev] {
+			continue
+		}
+		if n := newest[ev.Subscription]; n == nil || cmp.Or(cmp.Compare(ev.Created, n.Created), strings.Compare(ev.ID, n.ID)) > 0 {
+			newest[ev.Subscription] = ev
+		}
+	}
+	for _, id := range slices.Sorted(maps.Keys(newest)) {
+		s := items[effects.Update{Entity: examples.SubscriptionEntity, Key: id}.ID()]
+		if s.Status != newest[id].Status {
+			regress("subscription %s: status %q, the newest event (%s) says %q", id, s.Status, newest[id].ID, newest[id].Status)
+		}
+	}
+
+	// Branches end at the newest processed push; every commit of a
+	// processed push is a fact.
+	head := map[string]*push{}
+	for _, ev := range w.Events {
+		if ev.Push == nil || !processed[ev] {
+			continue
+		}
+		p := ev.Push
+		if n := head[p.Branch]; n == nil || cmp.Or(cmp.Compare(p.At, n.At), strings.Compare(p.After, n.After)) > 0 {
+			head[p.Branch] = p
+		}
+		for _, c := range p.Commits {
+			if _, ok := items[effects.Fact{Kind: examples.PushCommitKind, Key: p.Repo + "@" + c}.ID()]; !ok {
+				lost("commit %s@%s: pushed, no fact", p.Repo, c)
+			}
+		}
+	}
+	for _, b := range slices.Sorted(maps.Keys(head)) {
+		e := items[effects.Update{Entity: examples.BranchEntity, Key: b}.ID()]
+		if e.Head != head[b].After {
+			regress("branch %s: head %s, the newest push says %s", b, e.Head, head[b].After)
+		}
+	}
+
+	// Every DLQ message is a dead event's.
+	if err := auditDLQ(ctx, sys, items, rep, lost); err != nil {
+		return nil, err
+	}
+	return rep, nil
+}
+
+func auditDLQ(ctx context.Context, sys *system, items map[string]item, rep *report, lost func(string, ...any)) error {
+	url := sys.stack.Resources.DLQURL
+	for {
+		out, err := sys.sqs.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{QueueUrl: &url, MaxNumberOfMessages: 10, VisibilityTimeout: 600})
+		if err != nil {
+			return fmt.Errorf("dlq: %w", err)
+		}
+		if len(out.Messages) == 0 {
+			return nil
+		}
+		for _, m := range out.Messages {
+			rep.DLQ++
+			msg, err := inbox.DecodeMessage(aws.ToString(m.Body))
+			if err != nil {
+				lost("dlq: a message not of this system: %v", err)
+				continue
+			}
+			if it := items["event#"+msg.Key.String()]; it.Status != string(inbox.StatusDead) {
+				lost("dlq: %s is %q, not dead", msg.Key, it.Status)
+			}
+		}
+	}
+}
+
+func sorted(m map[string]*invoice) []*invoice {
+	out := make([]*invoice, 0, len(m))
+	for _, k := range slices.Sorted(maps.Keys(m)) {
+		out = append(out, m[k])
+	}
+	return out
+}
+
+func clip(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "…"
+}
+
+// print writes the report, the verdict line last.
+func (r *report) print(out io.Writer) {
+	st := r.Stats
+	codes := slices.Sorted(maps.Keys(st.Status))
+	var answers []string
+	for _, c := range codes {
+		answers = append(answers, fmt.Sprintf("%d %d", c, st.Status[c]))
+	}
+	fmt.Fprintf(out, "torture: ingest: %d requests for %d deliveries (%s; %d answered 5xx or not at all, sent again), %d of %d events answered 2xx, in %s\n",
+		st.Requests.Load(), r.Deliveries, strings.Join(answers, ", "), st.Retried.Load(), len(st.Accepted), r.Events, r.SendTime.Round(time.Second))
+	fmt.Fprintf(out, "torture: events: %s\n", counts(r.Status))
+	for _, why := range slices.Sorted(maps.Keys(r.Dead)) {
+		fmt.Fprintf(out, "torture:   dead %d: %s\n", r.Dead[why], why)
+	}
+	fmt.Fprintf(out, "torture: receipts: %d invoices paid, rows %s; receiver answered %s; %d accepted\n",
+		r.Paid, counts(r.Rows), counts(r.Answers), r.Received)
+	fmt.Fprintf(out, "torture: dlq: %d messages\n", r.DLQ)
+	fmt.Fprintf(out, "torture: faults: %d of %d calls (%s); by call: %s\n", r.Faults.Total(), r.Faults.Calls, counts64(r.Faults.ByFault), counts64(r.Faults.ByCall))
+	fmt.Fprintf(out, "torture: %d kills, %d workers exited by themselves; settled %t, %s after the first delivery; run %s\n",
+		r.Kills, r.WorkerExits, r.Settled, r.AllDone.Round(time.Second), r.Elapsed.Round(time.Second))
+	if r.Load != nil {
+		r.Load.print(out)
+	}
+	for _, f := range [][]string{r.Lost, r.Duplicates, r.Regressions} {
+		for i, line := range f {
+			if i == 20 {
+				fmt.Fprintf(out, "torture:   … %d more\n", len(f)-i)
+				break
+			}
+			fmt.Fprintf(out, "torture:   %s\n", line)
+		}
+	}
+	fmt.Fprintf(out, "torture: %d events, %d deliveries, %d kills, %d faults — %d lost, %d duplicate effects, %d regressions\n",
+		r.Events, st.Requests.Load(), r.Kills, r.Faults.Total(), len(r.Lost), len(r.Duplicates), len(r.Regressions))
+}
+
+func counts(m map[string]int) string {
+	var parts []string
+	for _, k := range slices.Sorted(maps.Keys(m)) {
+		parts = append(parts, fmt.Sprintf("%s %d", k, m[k]))
+	}
+	if len(parts) == 0 {
+		return "none"
+	}
+	return strings.Join(parts, ", ")
+}
+
+func counts64(m map[string]int64) string {
+	c := map[string]int{}
+	for k, v := range m {
+		c[k] = int(v)
+	}
+	return counts(c)
+}

@@ -1,0 +1,215 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
+)
+
+// loadReport is the load benchmark: the system's figures beside the floor
+// of the minimal calls per event on the same emulators, in the same run.
+type loadReport struct {
+	// PeakMoto and PeakDynamo are the emulators' peak resident memory
+	// (VmHWM) over the whole run, in MiB.
+	PeakMoto, PeakDynamo float64
+	// FirstTenth and LastTenth are the events processed per second over
+	// the first and the last tenth of the events, in the order they were
+	// processed: a table that slowed down as it filled would show it.
+	FirstTenth, LastTenth float64
+	// Floor is the floor's time for as many events; FloorIngest its
+	// events stored and sent per second.
+	Floor       time.Duration
+	FloorIngest float64
+	Ingest      float64 // the system's deliveries answered per second
+	AllDone     time.Duration
+}
+
+// measureLoad adds the load figures to rep: the tenths from the table,
+// then the floor, then the emulators' peak memory.
+func measureLoad(ctx context.Context, sys *system, o options, w *workload, rep *report) error {
+	items, err := scan(ctx, sys)
+	if err != nil {
+		return err
+	}
+	var done []time.Time
+	for pk, it := range items {
+		if strings.HasPrefix(pk, "event#") && it.ProcessedAt != "" {
+			if t, err := time.Parse(time.RFC3339Nano, it.ProcessedAt); err == nil {
+				done = append(done, t)
+			}
+		}
+	}
+	slices.SortFunc(done, time.Time.Compare)
+	lr := &loadReport{AllDone: rep.AllDone, Ingest: float64(rep.Stats.Requests.Load()) / rep.SendTime.Seconds()}
+	if tenth := len(done) / 10; tenth > 1 {
+		rate := func(a, b time.Time) float64 { return float64(tenth) / max(b.Sub(a).Seconds(), 0.001) }
+		lr.FirstTenth = rate(done[0], done[tenth])
+		lr.LastTenth = rate(done[len(done)-1-tenth], done[len(done)-1])
+	}
+	floor, ingest, err := runFloor(ctx, sys, o, len(w.Events))
+	if err != nil {
+		return fmt.Errorf("floor: %w", err)
+	}
+	lr.Floor, lr.FloorIngest = floor, ingest
+	lr.PeakMoto = peakMiB(sys.aws.Moto.Pid())
+	if sys.aws.Dynamo != sys.aws.Moto {
+		lr.PeakDynamo = peakMiB(sys.aws.Dynamo.Pid())
+	}
+	rep.Load = lr
+	return nil
+}
+
+func (l *loadReport) print(out io.Writer) {
+	fmt.Fprintf(out, "torture: load: ingest %.0f deliveries/s; all processed %s after the first delivery; floor (one conditional put, one send, batched receive and delete, one transaction per event) %s, ingest %.0f events/s: %.2fx the floor\n",
+		l.Ingest, l.AllDone.Round(100*time.Millisecond), l.Floor.Round(100*time.Millisecond), l.FloorIngest, l.AllDone.Seconds()/l.Floor.Seconds())
+	fmt.Fprintf(out, "torture: load: processed %.0f events/s over the first tenth, %.0f over the last (%.2fx); peak memory moto %.0f MiB, dynoxide %.0f MiB\n",
+		l.FirstTenth, l.LastTenth, l.LastTenth/max(l.FirstTenth, 0.001), l.PeakMoto, l.PeakDynamo)
+}
+
+// runFloor stores, sends, receives and commits n events with the fewest
+// calls the design allows — per event one conditional put and one send;
+// per batch of ten one receive and one delete; per event one transaction
+// (a fact and the event's status) — with as many producers as the
+// workload's senders and as many consumers as the workers' batches in
+// flight, through the same router. It returns the time until the last
+// commit and the rate of puts and sends.
+func runFloor(ctx context.Context, sys *system, o options, n int) (time.Duration, float64, error) {
+	cfg := sys.aws.Dynamo.Config()
+	cfg.BaseEndpoint = aws.String(sys.aws.Endpoint)
+	ddb := dynamodb.NewFromConfig(cfg)
+	sq := sqs.NewFromConfig(cfg)
+	table := fmt.Sprintf("floor-%d", o.Seed)
+	if _, err := ddb.CreateTable(ctx, &dynamodb.CreateTableInput{
+		TableName:            &table,
+		AttributeDefinitions: []ddbtypes.AttributeDefinition{{AttributeName: aws.String("pk"), AttributeType: ddbtypes.ScalarAttributeTypeS}},
+		KeySchema:            []ddbtypes.KeySchemaElement{{AttributeName: aws.String("pk"), KeyType: ddbtypes.KeyTypeHash}},
+		BillingMode:          ddbtypes.BillingModePayPerRequest,
+	}); err != nil {
+		return 0, 0, err
+	}
+	q, err := sq.CreateQueue(ctx, &sqs.CreateQueueInput{QueueName: aws.String(table)})
+	if err != nil {
+		return 0, 0, err
+	}
+	payload := strings.Repeat("x", 1200) // about a workload event's size
+
+	start := time.Now()
+	var committed atomic.Int64
+	var firstErr error
+	var errOnce sync.Once
+	fail := func(err error) { errOnce.Do(func() { firstErr = err }) }
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+
+	var produced sync.WaitGroup
+	next := atomic.Int64{}
+	var ingested atomic.Int64 // when the last producer finished, since start
+	for range o.Senders {
+		produced.Add(1)
+		go func() {
+			defer produced.Done()
+			defer func() {
+				d := int64(time.Since(start))
+				for o := ingested.Load(); d > o && !ingested.CompareAndSwap(o, d); o = ingested.Load() {
+				}
+			}()
+			for i := next.Add(1); i <= int64(n); i = next.Add(1) {
+				pk := fmt.Sprintf("event#floor##%d", i)
+				if _, err := ddb.PutItem(ctx, &dynamodb.PutItemInput{
+					TableName: &table,
+					Item: map[string]ddbtypes.AttributeValue{
+						"pk": &ddbtypes.AttributeValueMemberS{Value: pk}, "status": &ddbtypes.AttributeValueMemberS{Value: "received"},
+						"payload": &ddbtypes.AttributeValueMemberS{Value: payload},
+					},
+					ConditionExpression: aws.String("attribute_not_exists(pk)"),
+				}); err != nil {
+					fail(err)
+					return
+				}
+				if _, err := sq.SendMessage(ctx, &sqs.SendMessageInput{QueueUrl: q.QueueUrl, MessageBody: &pk}); err != nil {
+					fail(err)
+					return
+				}
+			}
+		}()
+	}
+
+	var consumed sync.WaitGroup
+	consumers := o.Workers * max(sys.stack.Resources.MaxConcurrency, 1)
+	for range consumers {
+		consumed.Add(1)
+		go func() {
+			defer consumed.Done()
+			for committed.Load() < int64(n) && ctx.Err() == nil {
+				out, err := sq.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{QueueUrl: q.QueueUrl, MaxNumberOfMessages: 10, WaitTimeSeconds: 1})
+				if err != nil {
+					fail(err)
+					return
+				}
+				var del []sqstypes.DeleteMessageBatchRequestEntry
+				for i, m := range out.Messages {
+					pk := aws.ToString(m.Body)
+					if _, err := ddb.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: []ddbtypes.TransactWriteItem{
+						{Put: &ddbtypes.Put{TableName: &table, Item: map[string]ddbtypes.AttributeValue{
+							"pk": &ddbtypes.AttributeValueMemberS{Value: "fact#" + pk}}, ConditionExpression: aws.String("attribute_not_exists(pk)")}},
+						{Update: &ddbtypes.Update{TableName: &table, Key: map[string]ddbtypes.AttributeValue{"pk": &ddbtypes.AttributeValueMemberS{Value: pk}},
+							UpdateExpression:          aws.String("SET #s = :p"),
+							ConditionExpression:       aws.String("#s = :r"),
+							ExpressionAttributeNames:  map[string]string{"#s": "status"},
+							ExpressionAttributeValues: map[string]ddbtypes.AttributeValue{":p": &ddbtypes.AttributeValueMemberS{Value: "processed"}, ":r": &ddbtypes.AttributeValueMemberS{Value: "received"}}}},
+					}}); err != nil {
+						fail(err)
+						return
+					}
+					del = append(del, sqstypes.DeleteMessageBatchRequestEntry{Id: aws.String(strconv.Itoa(i)), ReceiptHandle: m.ReceiptHandle})
+				}
+				if len(del) > 0 {
+					if _, err := sq.DeleteMessageBatch(ctx, &sqs.DeleteMessageBatchInput{QueueUrl: q.QueueUrl, Entries: del}); err != nil {
+						fail(err)
+						return
+					}
+					committed.Add(int64(len(del)))
+				}
+			}
+		}()
+	}
+	consumed.Wait()
+	produced.Wait()
+	if firstErr != nil {
+		return 0, 0, firstErr
+	}
+	elapsed := time.Since(start)
+	return elapsed, float64(n) / time.Duration(ingested.Load()).Seconds(), nil
+}
+
+// peakMiB is a process's peak resident memory, from /proc; 0 where it
+// cannot be read.
+func peakMiB(pid int) float64 {
+	f, err := os.Open(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0
+	}
+	defer f.Close()
+	s := bufio.NewScanner(f)
+	for s.Scan() {
+		if v, ok := strings.CutPrefix(s.Text(), "VmHWM:"); ok {
+			kb, _ := strconv.ParseFloat(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 64)
+			return kb / 1024
+		}
+	}
+	return 0
+}

@@ -1,0 +1,466 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"math/rand/v2"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	awsconfig "github.com/aws/aws-sdk-go-v2/config"
+	"github.com/aws/aws-sdk-go-v2/credentials"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
+
+	"github.com/webhook-inbox/webhook-inbox/infra/local"
+	"github.com/webhook-inbox/webhook-inbox/infra/local/template"
+	"github.com/webhook-inbox/webhook-inbox/internal/awstest"
+	"github.com/webhook-inbox/webhook-inbox/internal/obs"
+)
+
+// system is everything a run starts.
+type system struct {
+	aws      *local.AWS
+	faults   *local.Faults
+	stack    *local.Stack
+	receiver *receiver
+	ddb      *dynamodb.Client // straight to the emulator, no faults: the audit's
+	sqs      *sqs.Client
+	api      string // base URL of the local HTTP API
+	stops    []func()
+}
+
+func (s *system) stop() {
+	for i := len(s.stops) - 1; i >= 0; i-- {
+		s.stops[i]()
+	}
+}
+
+// run starts the system, sends the workload, waits for it to settle and
+// audits it, printing the report to out.
+func run(ctx context.Context, o options, out io.Writer) (*report, error) {
+	if err := os.MkdirAll(o.Dir, 0o755); err != nil {
+		return nil, err
+	}
+	start := time.Now()
+	w := generate(o.Events, o.Seed)
+	sys, err := startSystem(ctx, o)
+	if err != nil {
+		return nil, err
+	}
+	defer sys.stop()
+
+	env := workerEnvironment(sys, o)
+	ws, err := startWorkers(o.Workers, env, o.Dir, o.Seed)
+	if err != nil {
+		return nil, err
+	}
+	workersStopped := false
+	stopWorkers := func() {
+		if !workersStopped {
+			workersStopped = true
+			ws.stop()
+		}
+	}
+	defer stopWorkers()
+	if !o.Load {
+		sys.faults.SetEnabled(true)
+	}
+	killCtx, stopKills := context.WithCancel(ctx)
+	defer stopKills()
+	if o.KillEvery > 0 && !o.Load {
+		go ws.killEvery(killCtx, o.KillEvery)
+	}
+
+	fmt.Fprintf(out, "torture: seed %d, %d events (%d invoices, %d subscriptions, %d branches), %d deliveries (%d bursts of %d), %d workers, faults %.0f %%, logs in %s\n",
+		o.Seed, len(w.Events), w.Invoices, w.Subscriptions, w.Branches, w.sends(), w.Bursts, burstSize, o.Workers, 100*faultRate(o), o.Dir)
+	sent := time.Now()
+	st, err := send(ctx, sys, w, o)
+	if err != nil {
+		return nil, err
+	}
+	sendTime := time.Since(sent)
+	stopKills()
+	settled, err := settle(ctx, sys, o, out)
+	if err != nil {
+		return nil, err
+	}
+	allDone := time.Since(sent)
+	stopWorkers()
+	sys.faults.SetEnabled(false)
+
+	rep, err := audit(ctx, sys, w, st)
+	if err != nil {
+		return nil, err
+	}
+	rep.Kills, rep.WorkerExits = ws.counts()
+	rep.Faults = sys.faults.Counts()
+	rep.Settled = settled
+	rep.SendTime, rep.AllDone = sendTime, allDone
+	if o.Load {
+		if err := measureLoad(ctx, sys, o, w, rep); err != nil {
+			return nil, err
+		}
+	}
+	rep.Elapsed = time.Since(start)
+	rep.print(out)
+	return rep, nil
+}
+
+func faultRate(o options) float64 {
+	if o.Load {
+		return 0
+	}
+	return o.FaultRate
+}
+
+// startSystem starts the local AWS with its faults (off until the
+// workload starts), provisions the template's resources, and serves the
+// API, the sweep and the receipt receiver.
+func startSystem(ctx context.Context, o options) (*system, error) {
+	if _, err := awstest.DynoxideBinary(); err != nil {
+		return nil, fmt.Errorf("the torture run needs dynoxide (moto's DynamoDB is not atomic across processes): %w", err)
+	}
+	sys := &system{faults: &local.Faults{Rate: o.FaultRate, Rates: o.FaultRates, Seed: o.Seed, MaxDelay: 2 * time.Second}}
+	sys.faults.SetEnabled(false)
+	ok := false
+	defer func() {
+		if !ok {
+			sys.stop()
+		}
+	}()
+	a, err := local.StartAWS(ctx, 0, o.Dir, sys.faults.Wrap)
+	if err != nil {
+		return nil, err
+	}
+	sys.aws = a
+	sys.stops = append(sys.stops, a.Stop)
+	sys.ddb = dynamodb.NewFromConfig(a.Dynamo.Config())
+	sys.sqs = sqs.NewFromConfig(a.Moto.Config())
+
+	sys.receiver = newReceiver(o.Seed, o.Hang)
+	if o.Load {
+		sys.receiver.quiet()
+	}
+	recvURL, stopRecv, err := serve(sys.receiver)
+	if err != nil {
+		return nil, err
+	}
+	sys.stops = append(sys.stops, stopRecv)
+
+	logFile, err := os.Create(filepath.Join(o.Dir, "coordinator.log"))
+	if err != nil {
+		return nil, err
+	}
+	sys.stops = append(sys.stops, func() { logFile.Close() })
+	log := obs.NewLogger(logFile, slog.LevelInfo)
+
+	cfg, err := awsconfig.LoadDefaultConfig(ctx,
+		awsconfig.WithRegion(awstest.Region),
+		awsconfig.WithCredentialsProvider(credentials.NewStaticCredentialsProvider("test", "test", "")),
+		awsconfig.WithBaseEndpoint(a.Endpoint),
+		awsconfig.WithEC2IMDSClientEnableState(0),
+	)
+	if err != nil {
+		return nil, err
+	}
+	sources, err := local.LoadSources(filepath.Join(o.Root, "infra/local/sources.json"))
+	if err != nil {
+		return nil, err
+	}
+	tplPath := filepath.Join(o.Root, "template.yaml")
+	stack, err := local.Setup(ctx, cfg, tplPath, sources, map[string]string{
+		"RECEIPT_WEBHOOK_URL": recvURL + "/receipts",
+		"RETRY_BASE_SECONDS":  strconv.Itoa(o.RetryBase),
+		"RETRY_CAP_SECONDS":   strconv.Itoa(o.RetryCap),
+		"SWEEP_AFTER_SECONDS": strconv.Itoa(int(o.SweepAfter / time.Second)),
+	}, log)
+	if err != nil {
+		return nil, err
+	}
+	sys.stack = stack
+	if o.Visibility > 0 {
+		v := strconv.Itoa(int(o.Visibility / time.Second))
+		if _, err := sys.sqs.SetQueueAttributes(ctx, &sqs.SetQueueAttributesInput{
+			QueueUrl:   &stack.Resources.QueueURL,
+			Attributes: map[string]string{string(sqstypes.QueueAttributeNameVisibilityTimeout): v},
+		}); err != nil {
+			return nil, fmt.Errorf("main queue visibility: %w", err)
+		}
+		stack.Resources.VisibilityTimeout = o.Visibility
+	}
+
+	tpl, err := template.Load(tplPath)
+	if err != nil {
+		return nil, err
+	}
+	fn, err := tpl.Function("IngestFunction")
+	if err != nil {
+		return nil, err
+	}
+	maxBody, _ := strconv.ParseInt(stack.Env["MAX_BODY_BYTES"], 10, 64)
+	api := local.NewAPI(stack.Ingest.HandleV2, local.APIOptions{MaxBodyBytes: maxBody, FunctionTimeout: fn.Timeout, Logger: log.With("component", "api")})
+	apiURL, stopAPI, err := serve(api)
+	if err != nil {
+		return nil, err
+	}
+	sys.api = apiURL
+	sys.stops = append(sys.stops, stopAPI)
+
+	sweeper, err := stack.Sweeper(stack.Replay.Handle, log.With("component", "sweep"))
+	if err != nil {
+		return nil, err
+	}
+	sweeper.Every = o.SweepEvery
+	sweepCtx, stopSweep := context.WithCancel(ctx)
+	sweepDone := make(chan struct{})
+	go func() { _ = sweeper.Run(sweepCtx); close(sweepDone) }()
+	sys.stops = append(sys.stops, func() { stopSweep(); <-sweepDone })
+	ok = true
+	return sys, nil
+}
+
+// serve serves h on a free loopback port.
+func serve(h http.Handler) (string, func(), error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", nil, err
+	}
+	srv := local.NewServer(h, local.ServerTimeouts{})
+	go func() { _ = srv.Serve(ln) }()
+	return "http://" + ln.Addr().String(), func() {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
+		if srv.Shutdown(ctx) != nil {
+			srv.Close()
+		}
+	}, nil
+}
+
+// workerEnvironment is a worker's environment: the processor function's,
+// as the template sets it, and the SDK's settings pointing at the router.
+func workerEnvironment(sys *system, o options) []string {
+	r := sys.stack.Resources
+	spec, _ := json.Marshal(pollerSpec{
+		QueueURL: r.QueueURL, QueueARN: r.QueueARN, Region: awstest.Region,
+		BatchSize: r.BatchSize, BatchingWindow: r.BatchingWindow, MaxConcurrency: r.MaxConcurrency,
+		Timeout: r.FunctionTimeout,
+	})
+	env := []string{
+		workerEnv + "=" + string(spec),
+		"AWS_ENDPOINT_URL=" + sys.aws.Endpoint,
+		"AWS_REGION=" + awstest.Region,
+		"AWS_ACCESS_KEY_ID=test",
+		"AWS_SECRET_ACCESS_KEY=test",
+		"AWS_EC2_METADATA_DISABLED=true",
+	}
+	for _, k := range []string{"PATH", "HOME", "TMPDIR", "GOCOVERDIR", "GORACE"} {
+		if v, ok := os.LookupEnv(k); ok {
+			env = append(env, k+"="+v)
+		}
+	}
+	for k, v := range sys.stack.Env {
+		env = append(env, k+"="+v)
+	}
+	return env
+}
+
+// sendStats is what the senders saw.
+type sendStats struct {
+	Requests atomic.Int64 // HTTP requests made, retries included
+	Retried  atomic.Int64 // requests answered 5xx or not at all
+	mu       sync.Mutex
+	Status   map[int]int     // answers by status code
+	Accepted map[string]bool // events answered 2xx at least once
+	Refused  map[string]string
+	GaveUp   map[string]string
+}
+
+const (
+	sendTries      = 40
+	sendMaxBackoff = 2 * time.Second
+)
+
+// send delivers the workload through the API, o.Senders deliveries at a
+// time, bursts as their copies at once. A delivery that is not answered,
+// or is answered 5xx or 429, is sent again as a provider would, up to
+// sendTries times.
+func send(ctx context.Context, sys *system, w *workload, o options) (*sendStats, error) {
+	sources, err := local.LoadSources(filepath.Join(o.Root, "infra/local/sources.json"))
+	if err != nil {
+		return nil, err
+	}
+	st, err := sources.Source("stripe")
+	if err != nil {
+		return nil, err
+	}
+	gh, err := sources.Source("github")
+	if err != nil {
+		return nil, err
+	}
+	keys := secrets{Stripe: []byte(st.Secrets[0]), GitHub: []byte(gh.Secrets[0])}
+	stats := &sendStats{Status: map[int]int{}, Accepted: map[string]bool{}, Refused: map[string]string{}, GaveUp: map[string]string{}}
+	client := &http.Client{Timeout: 40 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: 64}}
+
+	one := func(ev *event, r *rand.Rand) {
+		var last string
+		for try := range sendTries {
+			if ctx.Err() != nil {
+				return
+			}
+			if try > 0 {
+				d := min(sendMaxBackoff, 50*time.Millisecond<<min(try, 10))
+				time.Sleep(d/2 + time.Duration(r.Int64N(int64(d/2)+1)))
+			}
+			req, _ := http.NewRequestWithContext(ctx, http.MethodPost, sys.api+"/webhooks/"+ev.Source, bytes.NewReader(ev.Body))
+			req.Header = ev.request(keys, time.Now())
+			stats.Requests.Add(1)
+			resp, err := client.Do(req)
+			if err != nil {
+				stats.Retried.Add(1)
+				last = err.Error()
+				continue
+			}
+			body, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
+			resp.Body.Close()
+			stats.mu.Lock()
+			stats.Status[resp.StatusCode]++
+			stats.mu.Unlock()
+			switch {
+			case resp.StatusCode == http.StatusOK || resp.StatusCode == http.StatusAccepted:
+				stats.mu.Lock()
+				stats.Accepted[ev.key()] = true
+				stats.mu.Unlock()
+				return
+			case resp.StatusCode >= 500 || resp.StatusCode == http.StatusTooManyRequests:
+				stats.Retried.Add(1)
+				last = fmt.Sprintf("%d %s", resp.StatusCode, bytes.TrimSpace(body))
+			default:
+				stats.mu.Lock()
+				stats.Refused[ev.key()] = fmt.Sprintf("%d %s", resp.StatusCode, bytes.TrimSpace(body))
+				stats.mu.Unlock()
+				return
+			}
+		}
+		stats.mu.Lock()
+		stats.GaveUp[ev.key()] = last
+		stats.mu.Unlock()
+	}
+
+	work := make(chan delivery)
+	var wg sync.WaitGroup
+	for i := range o.Senders {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for d := range work {
+				var bw sync.WaitGroup
+				for c := range d.Copies {
+					bw.Add(1)
+					go func() {
+						defer bw.Done()
+						one(d.Event, rand.New(rand.NewPCG(o.Seed, uint64(i)<<32|uint64(c))))
+					}()
+				}
+				bw.Wait()
+			}
+		}()
+	}
+	for _, d := range w.Deliveries {
+		select {
+		case work <- d:
+		case <-ctx.Done():
+		}
+	}
+	close(work)
+	wg.Wait()
+	return stats, ctx.Err()
+}
+
+// progress is the table and the main queue at a moment, read straight
+// from the emulators.
+type progress struct {
+	Unfinished, Unsettled, Messages int
+}
+
+func (p progress) done() bool { return p.Unfinished == 0 && p.Unsettled == 0 && p.Messages == 0 }
+
+// settle waits until every event is finished, every outbox row final and
+// the main queue empty, or o.Settle has passed. It reports whether the
+// system settled.
+func settle(ctx context.Context, sys *system, o options, out io.Writer) (bool, error) {
+	deadline := time.Now().Add(o.Settle)
+	lastPrint := time.Now()
+	for {
+		p, err := measure(ctx, sys)
+		if err != nil {
+			return false, err
+		}
+		if p.done() {
+			return true, nil
+		}
+		if time.Now().After(deadline) {
+			fmt.Fprintf(out, "torture: not settled after %s: %d events unfinished, %d outbox rows not final, %d messages in the main queue\n",
+				o.Settle, p.Unfinished, p.Unsettled, p.Messages)
+			return false, nil
+		}
+		if time.Since(lastPrint) > 15*time.Second {
+			fmt.Fprintf(out, "torture: settling: %d events unfinished, %d outbox rows not final, %d messages in the main queue\n",
+				p.Unfinished, p.Unsettled, p.Messages)
+			lastPrint = time.Now()
+		}
+		select {
+		case <-ctx.Done():
+			return false, ctx.Err()
+		case <-time.After(time.Second):
+		}
+	}
+}
+
+func measure(ctx context.Context, sys *system) (progress, error) {
+	var p progress
+	items, err := scan(ctx, sys)
+	if err != nil {
+		return p, err
+	}
+	for _, it := range items {
+		switch {
+		case strings.HasPrefix(it.PK, "event#"):
+			if !it.finished() || it.Outbox == "pending" {
+				p.Unfinished++
+			}
+		case strings.HasPrefix(it.PK, "outbox#"):
+			if !it.rowFinal() {
+				p.Unsettled++
+			}
+		}
+	}
+	attrs, err := sys.sqs.GetQueueAttributes(ctx, &sqs.GetQueueAttributesInput{
+		QueueUrl: &sys.stack.Resources.QueueURL,
+		AttributeNames: []sqstypes.QueueAttributeName{
+			sqstypes.QueueAttributeNameApproximateNumberOfMessages,
+			sqstypes.QueueAttributeNameApproximateNumberOfMessagesNotVisible,
+			sqstypes.QueueAttributeNameApproximateNumberOfMessagesDelayed,
+		},
+	})
+	if err != nil {
+		return p, fmt.Errorf("main queue: %w", err)
+	}
+	for _, v := range attrs.Attributes {
+		n, _ := strconv.Atoi(v)
+		p.Messages += n
+	}
+	return p, nil
+}

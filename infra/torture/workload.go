@@ -1,0 +1,244 @@
+package main
+
+import (
+	"encoding/hex"
+	"fmt"
+	"math/rand/v2"
+	"net/http"
+	"slices"
+	"time"
+
+	"github.com/webhook-inbox/webhook-inbox/internal/signature"
+)
+
+// event is one provider event of the workload: what is sent, and what it
+// should do.
+type event struct {
+	Source string // "stripe" or "github"
+	ID     string // the provider's event id (GitHub: the delivery id)
+	Type   string
+	Body   []byte
+
+	// What the event is about, for the audit.
+	Invoice      *invoice
+	Subscription string
+	Status       string
+	Created      int64 // Stripe's created, for the subscription order
+	Push         *push
+}
+
+// key is the event's inbox key, as the table names it.
+func (e *event) key() string { return e.Source + "##" + e.ID }
+
+type invoice struct {
+	ID, Customer string
+	Amount       int64
+	PeriodEnd    int64
+}
+
+type push struct {
+	Branch  string // "<repo>:<ref>", the BranchEntity key
+	Repo    string
+	Ref     string
+	After   string
+	At      int64 // pushed_at, epoch seconds
+	Commits []string
+}
+
+// delivery is one send of an event; a burst is Copies identical
+// deliveries at once.
+type delivery struct {
+	Event  *event
+	Copies int
+}
+
+// workload is the events and their deliveries in send order.
+type workload struct {
+	Events     []*event
+	Deliveries []delivery
+	// Counts by kind, for the report.
+	Invoices, Subscriptions, Branches int
+	Bursts                           int
+}
+
+// Sizes of the workload's pieces.
+const (
+	burstSize     = 20
+	burstFraction = 0.02
+)
+
+// generate builds n events from the seed: invoices (most sent as both
+// invoice.paid and invoice.payment_succeeded, the same fact twice), the
+// life of many subscriptions (one of them long, all shuffled among the
+// rest), and pushes to a few branches (some commits pushed twice). Each
+// event is delivered 1 to 5 times, a few as a burst of 20 identical
+// deliveries at once; the order of all deliveries is shuffled.
+func generate(n int, seed uint64) *workload {
+	r := rand.New(rand.NewPCG(seed, 0x70727475))
+	w := &workload{}
+	base := int64(1767225600) // 2026-01-01
+	tag := fmt.Sprintf("t%d", seed)
+
+	customers := max(3, n/40)
+	nInvoices, nSubs := n*45/100, n*35/100
+	nPushes := n - nInvoices - nSubs
+
+	// Invoices: one or two events each.
+	for i := 0; len(w.Events) < nInvoices; i++ {
+		inv := &invoice{
+			ID:        fmt.Sprintf("in_%s_%05d", tag, i),
+			Customer:  fmt.Sprintf("cus_%s_%03d", tag, r.IntN(customers)),
+			Amount:    int64(500 + r.IntN(5000)),
+			PeriodEnd: base + int64(r.IntN(365))*86400,
+		}
+		w.Invoices++
+		types := []string{"invoice.paid"}
+		if r.IntN(2) == 0 && len(w.Events)+1 < nInvoices {
+			types = append(types, "invoice.payment_succeeded")
+		}
+		for j, typ := range types {
+			ev := &event{Source: "stripe", ID: fmt.Sprintf("evt_%s_in%05d_%d", tag, i, j), Type: typ, Invoice: inv,
+				Created: base + int64(r.IntN(86400))}
+			ev.Body = fmt.Appendf(nil, `{"id":%q,"object":"event","api_version":"2024-06-20","type":%q,"created":%d,"livemode":false,"data":{"object":{"id":%q,"object":"invoice","amount_paid":%d,"currency":"eur","customer":%q,"period_end":%d,"lines":{"object":"list","data":[{"object":"line_item","period":{"start":%d,"end":%d}}]}}}}`,
+				ev.ID, typ, ev.Created, inv.ID, inv.Amount, inv.Customer, inv.PeriodEnd-30*86400, inv.PeriodEnd-30*86400, inv.PeriodEnd)
+			w.Events = append(w.Events, ev)
+		}
+	}
+
+	// Subscriptions: a life of created, updates and sometimes deleted.
+	// The first is long, so that many of its events overtake each other.
+	middle := []string{"active", "past_due", "active", "unpaid", "paused", "trialing", "active"}
+	for s := 0; len(w.Events) < nInvoices+nSubs; s++ {
+		id := fmt.Sprintf("sub_%s_%04d", tag, s)
+		customer := fmt.Sprintf("cus_%s_%03d", tag, r.IntN(customers))
+		w.Subscriptions++
+		life := 2 + r.IntN(5)
+		if s == 0 {
+			life = min(60, max(4, nSubs/4))
+		}
+		life = min(life, nInvoices+nSubs-len(w.Events))
+		created := base + int64(r.IntN(86400))
+		for k := range life {
+			typ, status := "customer.subscription.updated", middle[r.IntN(len(middle))]
+			switch {
+			case k == 0:
+				typ, status = "customer.subscription.created", []string{"incomplete", "trialing", "active"}[r.IntN(3)]
+			case k == life-1 && r.IntN(3) == 0:
+				typ, status = "customer.subscription.deleted", "canceled"
+			}
+			created += int64(1 + r.IntN(3600))
+			ev := &event{Source: "stripe", ID: fmt.Sprintf("evt_%s_sub%04d_%02d", tag, s, k), Type: typ,
+				Subscription: id, Status: status, Created: created}
+			ev.Body = fmt.Appendf(nil, `{"id":%q,"object":"event","api_version":"2024-06-20","type":%q,"created":%d,"livemode":false,"data":{"object":{"id":%q,"object":"subscription","status":%q,"customer":%q,"current_period_end":%d}}}`,
+				ev.ID, typ, created, id, status, customer, created+30*86400)
+			w.Events = append(w.Events, ev)
+		}
+	}
+
+	// Pushes: to a few branches of a few repositories, each with one to
+	// three commits, a fifth of them carrying again a commit an earlier
+	// push to the repository carried.
+	branches := max(2, nPushes/20)
+	w.Branches = branches
+	at := map[string]int64{}
+	seen := map[string][]string{}
+	for p := 0; p < nPushes; p++ {
+		b := r.IntN(branches)
+		repo := fmt.Sprintf("torture/repo-%s-%d", tag, b%5)
+		ref := fmt.Sprintf("refs/heads/b%d", b)
+		branch := repo + ":" + ref
+		at[branch] += int64(1 + r.IntN(600))
+		ps := &push{Branch: branch, Repo: repo, Ref: ref, After: sha(r), At: base + at[branch]}
+		var commits []byte
+		for c := range 1 + r.IntN(3) {
+			id := sha(r)
+			distinct := true
+			if c == 0 && len(seen[repo]) > 0 && r.IntN(5) == 0 {
+				id, distinct = seen[repo][r.IntN(len(seen[repo]))], false
+			}
+			if c == 0 && distinct {
+				id = ps.After
+			}
+			if !slices.Contains(ps.Commits, id) {
+				ps.Commits = append(ps.Commits, id)
+			}
+			seen[repo] = append(seen[repo], id)
+			if len(commits) > 0 {
+				commits = append(commits, ',')
+			}
+			commits = fmt.Appendf(commits, `{"id":%q,"distinct":%t,"message":"change %d","timestamp":%q,"author":{"name":"T","email":"t@example.com","username":"torture"}}`,
+				id, distinct, p, time.Unix(ps.At-60, 0).UTC().Format(time.RFC3339))
+		}
+		ev := &event{Source: "github", ID: uuidFrom(r), Type: "push", Push: ps}
+		ev.Body = fmt.Appendf(nil, `{"ref":%q,"before":%q,"after":%q,"created":false,"deleted":false,"forced":false,"repository":{"id":%d,"name":"repo","full_name":%q,"pushed_at":%d},"head_commit":{"id":%q,"timestamp":%q},"commits":[%s]}`,
+			ref, sha(r), ps.After, 1000+b%5, repo, ps.At, ps.After, time.Unix(ps.At-60, 0).UTC().Format(time.RFC3339), commits)
+		w.Events = append(w.Events, ev)
+	}
+
+	// Deliveries: 1 to 5 of each event, a few as a burst.
+	weights := []int{40, 25, 15, 10, 10}
+	for _, ev := range w.Events {
+		times := 1
+		for x := r.IntN(100); x >= weights[times-1]; times++ {
+			x -= weights[times-1]
+		}
+		for k := range times {
+			d := delivery{Event: ev, Copies: 1}
+			if k == 0 && r.Float64() < burstFraction {
+				d.Copies = burstSize
+				w.Bursts++
+			}
+			w.Deliveries = append(w.Deliveries, d)
+		}
+	}
+	r.Shuffle(len(w.Deliveries), func(i, j int) { w.Deliveries[i], w.Deliveries[j] = w.Deliveries[j], w.Deliveries[i] })
+	return w
+}
+
+// sends is the number of HTTP deliveries the workload makes (bursts
+// counted by their copies), before any retry.
+func (w *workload) sends() int {
+	n := 0
+	for _, d := range w.Deliveries {
+		n += d.Copies
+	}
+	return n
+}
+
+func sha(r *rand.Rand) string {
+	b := make([]byte, 20)
+	for i := range b {
+		b[i] = byte(r.Uint32())
+	}
+	return hex.EncodeToString(b)
+}
+
+func uuidFrom(r *rand.Rand) string {
+	b := make([]byte, 16)
+	for i := range b {
+		b[i] = byte(r.Uint32())
+	}
+	b[6] = b[6]&0x0f | 0x40
+	b[8] = b[8]&0x3f | 0x80
+	h := hex.EncodeToString(b)
+	return h[:8] + "-" + h[8:12] + "-" + h[12:16] + "-" + h[16:20] + "-" + h[20:]
+}
+
+// secrets are the signing secrets of the two sources the workload uses.
+type secrets struct{ Stripe, GitHub []byte }
+
+// request signs the event's delivery at now, as its provider would.
+func (e *event) request(s secrets, now time.Time) http.Header {
+	h := http.Header{}
+	h.Set("Content-Type", "application/json")
+	switch e.Source {
+	case "stripe":
+		h.Set("Stripe-Signature", signature.SignStripe(e.Body, s.Stripe, now))
+	case "github":
+		h.Set("X-GitHub-Event", e.Type)
+		h.Set("X-GitHub-Delivery", e.ID)
+		h.Set("X-Hub-Signature-256", signature.SignGitHub(e.Body, s.GitHub))
+		h.Set("User-Agent", "GitHub-Hookshot/torture")
+	}
+	return h
+}
