@@ -53,6 +53,19 @@ func invoicePayload(fields string) string {
 
 const corpusInvoice = "in_1Pgc6tB7WZ01zgkWu9fdqL6I"
 
+// ledgerUpdate is the update every invoice with a customer declares:
+// one more invoice paid on the customer's ledger, applied only with the
+// invoice's fact and with no order, so an older invoice arriving late is
+// counted all the same.
+func ledgerUpdate(customer, invoiceID string) effects.Update {
+	return effects.Update{
+		Entity: LedgerEntity,
+		Key:    customer,
+		Add:    map[string]any{"invoices_paid": 1},
+		After:  effects.Fact{Kind: InvoicePaidKind, Key: invoiceID}.ID(),
+	}
+}
+
 func TestStripeInvoicePaidCorpus(t *testing.T) {
 	factID := "fact#invoice_paid#" + corpusInvoice
 	want := effects.Plan{
@@ -76,7 +89,7 @@ func TestStripeInvoicePaidCorpus(t *testing.T) {
 			Set:    map[string]any{"paid_through": int64(1721954054), "last_invoice": corpusInvoice},
 			Order:  &effects.Order{Seq: 1721954054, Tie: corpusInvoice},
 			After:  factID,
-		}},
+		}, ledgerUpdate("cus_QXg1o8vcGmoR32", corpusInvoice)},
 		Outbound: []effects.Outbound{{
 			Target: ReceiptTarget,
 			Key:    factID + "/receipt",
@@ -166,9 +179,10 @@ func TestStripeInvoicePaidCustomer(t *testing.T) {
 				}
 				return
 			}
-			if len(plan.Updates) != 1 || plan.Updates[0].Entity != MembershipEntity || plan.Updates[0].Key != tt.want {
-				t.Errorf("got\n%s\nwant one membership update for %s", describe(plan), tt.want)
+			if len(plan.Updates) != 2 || plan.Updates[0].Entity != MembershipEntity || plan.Updates[0].Key != tt.want {
+				t.Fatalf("got\n%s\nwant a membership update, then a ledger update, for %s", describe(plan), tt.want)
 			}
+			samePlan(t, effects.Plan{Updates: plan.Updates[1:]}, effects.Plan{Updates: []effects.Update{ledgerUpdate(tt.want, "in_1")}})
 		})
 	}
 }
@@ -194,7 +208,7 @@ func TestStripeInvoicePaidPeriodEnd(t *testing.T) {
 	tests := []struct {
 		name   string
 		fields string
-		want   int64 // 0: no period end, so no membership update
+		want   int64 // 0: no period end, so no membership update (the ledger's all the same)
 	}{
 		{"latest of the lines", `"period_end":1000,"lines":{"data":[{"period":{"start":1,"end":3000}},{"period":{"start":1,"end":5000}},{"period":{"start":1,"end":4000}}]}`, 5000},
 		// A renewal: the invoice's period_end is the end of the period
@@ -214,10 +228,11 @@ func TestStripeInvoicePaidPeriodEnd(t *testing.T) {
 			if got != tt.want {
 				t.Errorf("fact period_end: got %d, want %d", got, tt.want)
 			}
+			ledger := ledgerUpdate("cus_p", "in_p")
 			if tt.want == 0 {
-				if len(plan.Updates) != 0 {
-					t.Errorf("got\n%s\nwant no membership update without a period end", describe(plan))
-				}
+				// No membership update without a period end; the invoice
+				// is counted on the ledger all the same.
+				samePlan(t, effects.Plan{Updates: plan.Updates}, effects.Plan{Updates: []effects.Update{ledger}})
 				return
 			}
 			want := effects.Update{
@@ -227,7 +242,7 @@ func TestStripeInvoicePaidPeriodEnd(t *testing.T) {
 				Order:  &effects.Order{Seq: tt.want, Tie: "in_p"},
 				After:  "fact#invoice_paid#in_p",
 			}
-			samePlan(t, effects.Plan{Updates: plan.Updates}, effects.Plan{Updates: []effects.Update{want}})
+			samePlan(t, effects.Plan{Updates: plan.Updates}, effects.Plan{Updates: []effects.Update{want, ledger}})
 		})
 	}
 }

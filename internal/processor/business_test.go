@@ -397,6 +397,93 @@ func TestOneInvoiceManyEvents(t *testing.T) {
 	}
 }
 
+func ledger(b *business, tb testing.TB) map[string]any {
+	tb.Helper()
+	return b.part(tb, effects.Update{Entity: examples.LedgerEntity, Key: "cus_1"}.ID())
+}
+
+// TestLedgerCountsEachInvoiceOnce: a customer's invoices, each carried by
+// invoice.paid and invoice.payment_succeeded, some concurrently, some
+// redelivered or resent, some older arriving after newer, count once each
+// on the ledger; the membership's paid_through is the latest, an older
+// invoice's membership update being stale while its ledger update is not.
+func TestLedgerCountsEachInvoiceOnce(t *testing.T) {
+	const month = 2592000
+	b := newBusiness(t)
+	created := time.Unix(1764500000, 0)
+	var n int
+	msgs := map[string]events.SQSMessage{}
+	// deliver inserts, for each invoice, the events carrying it, and
+	// handles them in one batch, redelivering what is reported for retry
+	// as SQS would.
+	deliver := func(invoices map[string]int64, types ...string) []inbox.Key {
+		t.Helper()
+		var keys []inbox.Key
+		var batch []events.SQSMessage
+		for invoiceID, end := range invoices {
+			for _, typ := range types {
+				n++
+				id := fmt.Sprintf("evt_%s_%d", invoiceID, n)
+				k := b.insert(t, "stripe", id, typ, created, invoiceEvent(id, typ, invoiceID, end))
+				keys = append(keys, k)
+				m := sqsMessage(t, fmt.Sprint("m", n), k)
+				msgs[m.MessageId] = m
+				batch = append(batch, m)
+			}
+		}
+		for i := 2; len(batch) > 0; i++ {
+			if i > 5 {
+				t.Fatalf("messages %v still retried", batch)
+			}
+			retried := b.handle(t, b.processor(t, nil, nil), batch...)
+			batch = nil
+			for _, id := range retried {
+				batch = append(batch, receive(msgs[id], i))
+			}
+			b.clock.advance(2 * time.Minute)
+		}
+		return keys
+	}
+	both := []string{"invoice.paid", "invoice.payment_succeeded"}
+
+	// Two invoices at once, the older with the newer.
+	deliver(map[string]int64{"in_feb": periodEnd + month, "in_jan": periodEnd}, both...)
+	// The newest, then, after it, an older one than all (its membership
+	// update is stale, its ledger update is not), by one event and then
+	// the other.
+	deliver(map[string]int64{"in_mar": periodEnd + 2*month}, both...)
+	older := deliver(map[string]int64{"in_dec": periodEnd - month}, "invoice.paid")
+	older = append(older, deliver(map[string]int64{"in_dec": periodEnd - month}, "invoice.payment_succeeded")...)
+	// Resends of invoices already counted, with new event ids.
+	deliver(map[string]int64{"in_jan": periodEnd, "in_mar": periodEnd + 2*month}, "invoice.paid")
+	// And every message delivered again.
+	var again []events.SQSMessage
+	for _, m := range msgs {
+		again = append(again, receive(m, 2))
+	}
+	if got := b.handle(t, b.processor(t, nil, nil), again...); len(got) != 0 {
+		t.Errorf("redeliveries: got retries %v", got)
+	}
+
+	if got := ledger(b, t)["invoices_paid"]; got != int64(4) {
+		t.Errorf("invoices_paid: got %v (%T), want 4, one per invoice", got, got)
+	}
+	if got := membership(b, t); got["paid_through"] != int64(periodEnd+2*month) || got["last_invoice"] != "in_mar" {
+		t.Errorf("membership: got %v, want paid through %d by in_mar", got, periodEnd+2*month)
+	}
+	paid, succeeded := b.event(t, older[0]), b.event(t, older[1])
+	touched := strings.Join(paid.Touched, " ")
+	if paid.Outcome != inbox.OutcomeApplied || !strings.Contains(touched, "entity#ledger#cus_1") || strings.Contains(touched, "entity#membership#cus_1") {
+		t.Errorf("the older invoice: got %s touching %v; want applied, touching the ledger and not the membership", paid.Outcome, paid.Touched)
+	}
+	if succeeded.Outcome != inbox.OutcomeDuplicateEffect {
+		t.Errorf("the older invoice's second event: got %s, want duplicate_effect", succeeded.Outcome)
+	}
+	if _, accepted := b.rc.counts(); len(accepted) != 4 {
+		t.Errorf("receipts: got %v, want one per invoice", accepted)
+	}
+}
+
 // TestSubscriptionReversed: subscription.updated and .deleted delivered in
 // reverse order end canceled; the late update is stale, in the same second
 // too.
