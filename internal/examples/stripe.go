@@ -18,6 +18,9 @@ const (
 	// MembershipEntity is a customer's membership, keyed by the customer
 	// id: paid_through and last_invoice.
 	MembershipEntity = "membership"
+	// LedgerEntity is a customer's count of paid invoices, keyed by the
+	// customer id: invoices_paid, added to once per invoice.
+	LedgerEntity = "ledger"
 	// SubscriptionEntity is a Stripe subscription, keyed by its id:
 	// status, customer and current_period_end.
 	SubscriptionEntity = "subscription"
@@ -41,6 +44,10 @@ const (
 //     and last_invoice, ordered by the period end (ties by invoice id) so
 //     that paid_through only moves forward, and applied only with the
 //     fact, so once per invoice;
+//   - when the invoice has a customer, an update of the customer's
+//     LedgerEntity adding 1 to invoices_paid, applied only with the
+//     fact: whatever the order invoices arrive in, the count is that of
+//     the customer's invoices paid, each once;
 //   - a receipt to ReceiptTarget, belonging to the fact and keyed by it,
 //     so one row, with one idempotency key, per invoice whichever events
 //     carry it.
@@ -124,6 +131,15 @@ func StripeInvoicePaid(_ context.Context, ev inbox.Event) (effects.Plan, error) 
 			Key:    customer,
 			Set:    map[string]any{"paid_through": periodEnd, "last_invoice": inv.ID},
 			Order:  &effects.Order{Seq: periodEnd, Tie: inv.ID},
+			After:  fact.ID(),
+		})
+	}
+
+	if customer != "" {
+		plan.Updates = append(plan.Updates, effects.Update{
+			Entity: LedgerEntity,
+			Key:    customer,
+			Add:    map[string]any{"invoices_paid": 1},
 			After:  fact.ID(),
 		})
 	}
