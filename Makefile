@@ -112,6 +112,18 @@ BENCH_BATCHES ?= 20
 bench-units: $(DYNOXIDE) ## Each example path: DynamoDB capacity per event (as dynoxide reports it) and commit-to-receipt time.
 	DYNOXIDE=$(DYNOXIDE) $(GO) test -run='^$$' -bench='^BenchmarkExamplePaths$$' -benchtime=50x ./internal/processor/
 
+# The torture run (infra/torture): the real handlers, the processor as
+# worker processes SIGKILLed every ~2 s, faults on every AWS call, then an
+# audit of the table, the DLQ and the receiver's log. Needs dynoxide.
+.PHONY: torture
+TORTURE_FLAGS ?=
+torture: moto dynoxide-if-any ## Everything at once, then an audit; one verdict line (TORTURE_FLAGS="-seed 2 -events 1000").
+	$(GO) run ./infra/torture $(TORTURE_FLAGS)
+
+.PHONY: torture-load
+torture-load: moto dynoxide-if-any ## The torture run as a load benchmark: no faults or kills, beside the floor of minimal calls per event.
+	$(GO) run ./infra/torture -load $(TORTURE_FLAGS)
+
 .PHONY: model
 model: ## Model-check the protocol (model/inbox.pml) with spin: safety exhaustively, then liveness under weak fairness (about 8 min).
 	@command -v spin >/dev/null || { echo "spin not found: apt-get install spin"; exit 1; }

@@ -1,3 +1,5 @@
+//go:build linux
+
 // Command torture is `make torture`: the whole system under every fault at
 // once, then an audit of what it stored and sent.
 //
@@ -53,6 +55,7 @@ func main() {
 	flag.Float64Var(&opts.FaultRate, "fault-rate", opts.FaultRate, "fraction of AWS calls given a fault")
 	rates := flag.String("fault-rates", "", "per call type rates, e.g. DynamoDB.TransactWriteItems=0.2,SQS.DeleteMessage=0.1")
 	flag.IntVar(&opts.Senders, "senders", opts.Senders, "deliveries in flight at once (a burst counts as one)")
+	flag.IntVar(&opts.Backlog, "backlog", opts.Backlog, "senders wait while the main queue holds more messages than this (0: never)")
 	flag.DurationVar(&opts.Settle, "settle", opts.Settle, "longest wait, after the last delivery, for every event to finish")
 	flag.BoolVar(&opts.Load, "load", false, "the load benchmark: no faults, no kills, beside the floor of minimal calls")
 	flag.StringVar(&opts.Dir, "dir", opts.Dir, "directory for the emulators' and workers' logs")
@@ -90,6 +93,9 @@ type options struct {
 	FaultRate  float64
 	FaultRates map[string]float64
 	Senders    int
+	// Backlog is the most messages the main queue may hold before the
+	// senders wait (0: no limit); see send.
+	Backlog int
 	// Visibility is the main queue's visibility timeout for the run: the
 	// template's 180 s would keep a killed worker's messages away for
 	// three minutes; the run's is shorter, and still longer than the
@@ -109,6 +115,9 @@ type options struct {
 	// Root is the repository, where template.yaml and the local sources
 	// are.
 	Root string
+	// inspect, if set, is called after the audit with the system still
+	// up (the tests corrupt it and audit again).
+	inspect func(*system, *workload, *sendStats)
 }
 
 func defaults() options {
@@ -117,8 +126,8 @@ func defaults() options {
 		root = "."
 	}
 	return options{
-		Events: 10000, Seed: 1, Workers: 2, KillEvery: 2 * time.Second, FaultRate: 0.05, Senders: 16,
-		Visibility: 40 * time.Second, SweepEvery: 3 * time.Second, SweepAfter: 10 * time.Second,
+		Events: 10000, Seed: 1, Workers: 2, KillEvery: 2 * time.Second, FaultRate: 0.05, Senders: 16, Backlog: 300,
+		Visibility: 40 * time.Second, SweepEvery: 10 * time.Second, SweepAfter: 10 * time.Second,
 		RetryBase: 1, RetryCap: 5, Hang: 12 * time.Second, Settle: 6 * time.Minute,
 		Dir: filepath.Join(root, ".build", "torture"), Root: root,
 	}

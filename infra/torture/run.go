@@ -1,3 +1,5 @@
+//go:build linux
+
 package main
 
 import (
@@ -116,6 +118,9 @@ func run(ctx context.Context, o options, out io.Writer) (*report, error) {
 	}
 	rep.Elapsed = time.Since(start)
 	rep.print(out)
+	if o.inspect != nil {
+		o.inspect(sys, w, st)
+	}
 	return rep, nil
 }
 
@@ -359,6 +364,14 @@ func send(ctx context.Context, sys *system, w *workload, o options) (*sendStats,
 		stats.mu.Unlock()
 	}
 
+	// The senders hold back while the main queue is long: moto's SQS
+	// computes every queue attribute, approximate counts included, on
+	// each SendMessage, so a send costs time in proportion to the
+	// messages queued (5.6 ms on an empty queue, 157 ms with 3,000
+	// queued), and an inbox that outran its processor would slow every
+	// call until nothing finished.
+	gate := newGate(ctx, sys, o.Backlog)
+	defer gate.stop()
 	work := make(chan delivery)
 	var wg sync.WaitGroup
 	for i := range o.Senders {
@@ -366,6 +379,7 @@ func send(ctx context.Context, sys *system, w *workload, o options) (*sendStats,
 		go func() {
 			defer wg.Done()
 			for d := range work {
+				gate.wait(ctx)
 				var bw sync.WaitGroup
 				for c := range d.Copies {
 					bw.Add(1)
@@ -387,6 +401,60 @@ func send(ctx context.Context, sys *system, w *workload, o options) (*sendStats,
 	close(work)
 	wg.Wait()
 	return stats, ctx.Err()
+}
+
+// gate is open while the main queue holds at most max messages (visible,
+// in flight or delayed), as read every 200 ms.
+type gate struct {
+	mu     sync.Mutex
+	cond   *sync.Cond
+	open   bool
+	cancel context.CancelFunc
+	// Held is how long senders waited at the gate in all.
+	held atomic.Int64
+}
+
+func newGate(ctx context.Context, sys *system, max int) *gate {
+	g := &gate{open: true}
+	g.cond = sync.NewCond(&g.mu)
+	if max <= 0 {
+		return g
+	}
+	ctx, g.cancel = context.WithCancel(ctx)
+	go func() {
+		for ctx.Err() == nil {
+			n, err := queued(ctx, sys)
+			g.mu.Lock()
+			g.open = err != nil || n <= max
+			g.cond.Broadcast()
+			g.mu.Unlock()
+			select {
+			case <-ctx.Done():
+			case <-time.After(200 * time.Millisecond):
+			}
+		}
+		g.mu.Lock()
+		g.open = true
+		g.cond.Broadcast()
+		g.mu.Unlock()
+	}()
+	return g
+}
+
+func (g *gate) wait(ctx context.Context) {
+	start := time.Now()
+	g.mu.Lock()
+	for !g.open && ctx.Err() == nil {
+		g.cond.Wait()
+	}
+	g.mu.Unlock()
+	g.held.Add(int64(time.Since(start)))
+}
+
+func (g *gate) stop() {
+	if g.cancel != nil {
+		g.cancel()
+	}
 }
 
 // progress is the table and the main queue at a moment, read straight
@@ -447,6 +515,14 @@ func measure(ctx context.Context, sys *system) (progress, error) {
 			}
 		}
 	}
+	n, err := queued(ctx, sys)
+	p.Messages = n
+	return p, err
+}
+
+// queued is the number of messages in the main queue: visible, in flight
+// and delayed.
+func queued(ctx context.Context, sys *system) (int, error) {
 	attrs, err := sys.sqs.GetQueueAttributes(ctx, &sqs.GetQueueAttributesInput{
 		QueueUrl: &sys.stack.Resources.QueueURL,
 		AttributeNames: []sqstypes.QueueAttributeName{
@@ -456,11 +532,12 @@ func measure(ctx context.Context, sys *system) (progress, error) {
 		},
 	})
 	if err != nil {
-		return p, fmt.Errorf("main queue: %w", err)
+		return 0, fmt.Errorf("main queue: %w", err)
 	}
+	total := 0
 	for _, v := range attrs.Attributes {
 		n, _ := strconv.Atoi(v)
-		p.Messages += n
+		total += n
 	}
-	return p, nil
+	return total, nil
 }

@@ -1,3 +1,5 @@
+//go:build linux
+
 package main
 
 import (
@@ -98,7 +100,9 @@ func (w *workers) start(i int) error {
 	cmd := exec.Command(w.bin) // a worker by its environment, see main and TestMain
 	cmd.Env = w.env
 	cmd.Stdout, cmd.Stderr = f, f
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	// Its own process group, so a kill reaches all of it; and killed
+	// with this process, so no worker outlives a run that died.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {
 		f.Close()
 		return fmt.Errorf("start worker %d: %w", i, err)

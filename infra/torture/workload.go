@@ -1,3 +1,5 @@
+//go:build linux
+
 package main
 
 import (
@@ -58,7 +60,7 @@ type workload struct {
 	Deliveries []delivery
 	// Counts by kind, for the report.
 	Invoices, Subscriptions, Branches int
-	Bursts                           int
+	Bursts                            int
 }
 
 // Sizes of the workload's pieces.

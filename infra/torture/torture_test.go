@@ -1,0 +1,299 @@
+//go:build linux
+
+package main
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+
+	"github.com/webhook-inbox/webhook-inbox/internal/awstest"
+	"github.com/webhook-inbox/webhook-inbox/internal/effects"
+	"github.com/webhook-inbox/webhook-inbox/internal/examples"
+	"github.com/webhook-inbox/webhook-inbox/internal/inbox"
+)
+
+// TestMain makes the test binary a worker when the run starts it as one,
+// as the command is.
+func TestMain(m *testing.M) {
+	if spec, ok := os.LookupEnv(workerEnv); ok {
+		if err := runWorker(spec); err != nil {
+			fmt.Fprintln(os.Stderr, "torture worker:", err)
+			os.Exit(1)
+		}
+		os.Exit(0)
+	}
+	os.Exit(m.Run())
+}
+
+// TestShortRun is the short torture run of `make test`: 300 events with
+// faults on every AWS call type and a worker killed every two seconds,
+// audited to 0/0/0. Then the audit is shown to catch each kind of damage
+// by doing it to the table, the DLQ and the receiver's log.
+func TestShortRun(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts the local AWS and worker processes")
+	}
+	if _, err := awstest.DynoxideBinary(); err != nil {
+		t.Skipf("no dynoxide (moto's DynamoDB is not atomic across processes): %v", err)
+	}
+	o := defaults()
+	o.Events, o.Seed, o.Dir, o.Settle = 300, 7, t.TempDir(), 3*time.Minute
+	var damaged *report
+	o.inspect = func(sys *system, w *workload, st *sendStats) {
+		damaged = damage(t, sys, w, st)
+	}
+	var out bytes.Buffer
+	rep, err := run(context.Background(), o, &out)
+	t.Log("\n" + out.String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !rep.Clean() {
+		t.Errorf("verdict not clean\n%s", workerLogs(o.Dir))
+	}
+	if rep.Kills == 0 || rep.Faults.ByFault["drop"] == 0 || rep.Faults.ByFault["cut"] == 0 || rep.Faults.ByCall["DynamoDB.TransactWriteItems"] == 0 {
+		t.Errorf("the run did not exercise kills and faults: %d kills, faults %v", rep.Kills, rep.Faults.ByFault)
+	}
+	if rep.Answers[answerHang] == 0 || rep.Answers[answer500] == 0 || rep.Answers[answer503] == 0 {
+		t.Errorf("the receiver never hung, failed and refused: %v", rep.Answers)
+	}
+	if damaged == nil {
+		t.Fatal("the audit of the damaged system did not run")
+	}
+	want := map[string][]string{
+		"lost":       {"stranded processing", "no fact", "not dead", "row delivered, never received"},
+		"duplicates": {"invoices paid counted", "accepted 2 times", "not asked for"},
+		"regression": {"subscription", "branch"},
+	}
+	got := map[string][]string{"lost": damaged.Lost, "duplicates": damaged.Duplicates, "regression": damaged.Regressions}
+	for kind, subs := range want {
+		for _, sub := range subs {
+			found := false
+			for _, line := range got[kind] {
+				found = found || strings.Contains(line, sub)
+			}
+			if !found {
+				t.Errorf("damage %q: not among the audit's %s: %q", sub, kind, got[kind])
+			}
+		}
+	}
+}
+
+// damage does one thing of each kind the audit must catch, then audits.
+func damage(t *testing.T, sys *system, w *workload, st *sendStats) *report {
+	ctx := context.Background()
+	table := &sys.stack.Resources.TableName
+	set := func(pk, attr string, v ddbtypes.AttributeValue) {
+		t.Helper()
+		if _, err := sys.ddb.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+			TableName: table, Key: map[string]ddbtypes.AttributeValue{"pk": &ddbtypes.AttributeValueMemberS{Value: pk}},
+			UpdateExpression: aws.String("SET #a = :v"), ExpressionAttributeNames: map[string]string{"#a": attr},
+			ExpressionAttributeValues: map[string]ddbtypes.AttributeValue{":v": v},
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s := func(v string) ddbtypes.AttributeValue { return &ddbtypes.AttributeValueMemberS{Value: v} }
+	items, err := scan(ctx, sys)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var inv *invoice
+	var sub, first *event
+	var branch *push
+	for _, ev := range w.Events {
+		switch {
+		case ev.Invoice != nil && inv == nil:
+			if _, ok := items[effects.Fact{Kind: examples.InvoicePaidKind, Key: ev.Invoice.ID}.ID()]; ok {
+				inv = ev.Invoice
+			}
+		case ev.Subscription != "" && sub == nil:
+			sub = ev
+		case ev.Push != nil && branch == nil:
+			branch = ev.Push
+		}
+		if first == nil && items["event#"+ev.key()].Status == string(inbox.StatusProcessed) && ev.Invoice == nil {
+			first = ev
+		}
+	}
+	if inv == nil || sub == nil || branch == nil || first == nil {
+		t.Fatal("the workload lacks an invoice paid, a subscription, a push or a processed event")
+	}
+	// Lost: an event left processing, a fact gone, a live event's message
+	// in the DLQ, a receipt the receiver never got.
+	set("event#"+first.key(), "status", s("processing"))
+	fact := effects.Fact{Kind: examples.InvoicePaidKind, Key: inv.ID}.ID()
+	if _, err := sys.ddb.DeleteItem(ctx, &dynamodb.DeleteItemInput{TableName: table, Key: map[string]ddbtypes.AttributeValue{"pk": s(fact)}}); err != nil {
+		t.Fatal(err)
+	}
+	body, _ := inbox.EncodeMessage(inbox.Key{Source: sub.Source, EventID: sub.ID})
+	if _, err := sys.sqs.SendMessage(ctx, &sqs.SendMessageInput{QueueUrl: &sys.stack.Resources.DLQURL, MessageBody: &body}); err != nil {
+		t.Fatal(err)
+	}
+	// Duplicates: a ledger counting an invoice twice, a receipt accepted
+	// twice, an item no event asked for.
+	if _, err := sys.ddb.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName: table, Key: map[string]ddbtypes.AttributeValue{"pk": s(effects.Update{Entity: examples.LedgerEntity, Key: inv.Customer}.ID())},
+		UpdateExpression:          aws.String("ADD invoices_paid :one"),
+		ExpressionAttributeValues: map[string]ddbtypes.AttributeValue{":one": &ddbtypes.AttributeValueMemberN{Value: "1"}},
+	}); err != nil {
+		t.Fatal(err)
+	}
+	var delivered receipt
+	for _, r := range sys.receiver.received() {
+		if r.Answer == answerOK {
+			delivered = r
+			break
+		}
+	}
+	sys.receiver.mu.Lock()
+	sys.receiver.log = append(sys.receiver.log, delivered)
+	sys.receiver.mu.Unlock()
+	set("fact#invoice_paid#in_nobody", "invoice_id", s("in_nobody"))
+	// Lost too: a row delivered the receiver never saw.
+	var other string
+	for _, r := range sys.receiver.received() {
+		if r.Answer == answerOK && r.Key != delivered.Key {
+			other = r.Key
+			break
+		}
+	}
+	sys.receiver.mu.Lock()
+	log := sys.receiver.log[:0]
+	for _, r := range sys.receiver.log {
+		if r.Key != other {
+			log = append(log, r)
+		}
+	}
+	sys.receiver.log = log
+	sys.receiver.mu.Unlock()
+	set(effects.Outbound{Key: other}.ID(), "status", s("delivered"))
+	// Regressions: a subscription and a branch set back.
+	set(effects.Update{Entity: examples.SubscriptionEntity, Key: sub.Subscription}.ID(), "status", s("incomplete_expired"))
+	set(effects.Update{Entity: examples.BranchEntity, Key: branch.Branch}.ID(), "head", s("0000000000000000000000000000000000000000"))
+
+	rep, err := audit(ctx, sys, w, st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rep
+}
+
+// workerLogs is the tail of each worker's log, for a failure.
+func workerLogs(dir string) string {
+	var b strings.Builder
+	files, _ := filepath.Glob(filepath.Join(dir, "worker-*.log"))
+	for _, f := range files {
+		data, _ := os.ReadFile(f)
+		if len(data) > 3000 {
+			data = data[len(data)-3000:]
+		}
+		fmt.Fprintf(&b, "== %s\n%s\n", f, data)
+	}
+	return b.String()
+}
+
+func TestGenerate(t *testing.T) {
+	a, b := generate(1000, 3), generate(1000, 3)
+	if len(a.Events) != 1000 {
+		t.Fatalf("got %d events, want 1000", len(a.Events))
+	}
+	for i := range a.Deliveries {
+		if a.Deliveries[i].Event.ID != b.Deliveries[i].Event.ID || !bytes.Equal(a.Deliveries[i].Event.Body, b.Deliveries[i].Event.Body) {
+			t.Fatalf("delivery %d differs between two runs of one seed", i)
+		}
+	}
+	if c := generate(1000, 4); c.Deliveries[0].Event.ID == a.Deliveries[0].Event.ID && c.Deliveries[1].Event.ID == a.Deliveries[1].Event.ID {
+		t.Error("another seed gave the same order")
+	}
+	per := map[*event]int{}
+	shared := map[string]int{}
+	for _, d := range a.Deliveries {
+		per[d.Event]++
+		if d.Copies != 1 && d.Copies != burstSize {
+			t.Errorf("a delivery of %d copies", d.Copies)
+		}
+	}
+	kinds := map[string]int{}
+	longest := map[string]int{}
+	for _, ev := range a.Events {
+		if n := per[ev]; n < 1 || n > 5 {
+			t.Errorf("%s delivered %d times, want 1 to 5", ev.ID, n)
+		}
+		kinds[ev.Type]++
+		if ev.Invoice != nil {
+			shared[ev.Invoice.ID]++
+		}
+		if ev.Subscription != "" {
+			longest[ev.Subscription]++
+		}
+	}
+	twice := 0
+	for _, n := range shared {
+		if n > 1 {
+			twice++
+		}
+	}
+	long := 0
+	for _, n := range longest {
+		long = max(long, n)
+	}
+	if a.Bursts == 0 || twice == 0 || long < 20 || kinds["push"] == 0 || kinds["customer.subscription.deleted"] == 0 {
+		t.Errorf("workload lacks a piece: %d bursts, %d shared invoices, longest subscription %d events, kinds %v", a.Bursts, twice, long, kinds)
+	}
+}
+
+func TestReceiverChoose(t *testing.T) {
+	r := newReceiver(1, time.Second)
+	n := map[string]int{}
+	for i := range 10000 {
+		key := fmt.Sprintf("k%d", i)
+		a := r.choose(key, 0)
+		if a != r.choose(key, 0) {
+			t.Fatal("choose is not a function of key and try")
+		}
+		n[a]++
+	}
+	for answer, want := range map[string]int{answer500: 700, answer503: 700, answerHang: 600, answerOK: 8000} {
+		if got := n[answer]; got < want*8/10 || got > want*12/10 {
+			t.Errorf("%s: %d of 10000, want about %d", answer, got, want)
+		}
+	}
+	r.quiet()
+	for i := range 1000 {
+		if a := r.choose(fmt.Sprint(i), 0); a != answerOK {
+			t.Fatalf("quiet receiver answered %s", a)
+		}
+	}
+}
+
+func TestOptionsCheck(t *testing.T) {
+	for _, mod := range []func(*options){
+		func(o *options) { o.Events = 5 },
+		func(o *options) { o.Workers = 0 },
+		func(o *options) { o.KillEvery = -time.Second },
+		func(o *options) { o.FaultRate = 1.5 },
+		func(o *options) { o.Senders = 0 },
+		func(o *options) { o.Settle = 0 },
+	} {
+		o := defaults()
+		mod(&o)
+		if o.check() == nil {
+			t.Errorf("%+v: no error", o)
+		}
+	}
+	if err := defaults().check(); err != nil {
+		t.Error(err)
+	}
+}
