@@ -50,8 +50,10 @@ type Faults struct {
 	once sync.Once
 	mu   sync.Mutex // guards rng and the counters below
 	rng  *rand.Rand
-	// calls counts every call; byFault and byCall the faults injected.
+	// calls counts every call and callsBy by type; byFault and byCall
+	// the faults injected.
 	calls   int64
+	callsBy map[string]int64
 	byFault map[string]int64
 	byCall  map[string]int64
 }
@@ -118,8 +120,10 @@ func (f *Faults) SetEnabled(on bool) { f.off.Store(!on) }
 
 // FaultCounts is a snapshot of what Faults has done.
 type FaultCounts struct {
-	// Calls counts every call that passed, faulted or not.
-	Calls int64
+	// Calls counts every call that passed, faulted or not; CallsBy
+	// counts them by call type (CallType).
+	Calls   int64
+	CallsBy map[string]int64
 	// ByFault counts the faults injected by kind (Fault.String), ByCall
 	// by call type (CallType).
 	ByFault map[string]int64
@@ -139,7 +143,10 @@ func (c FaultCounts) Total() int64 {
 func (f *Faults) Counts() FaultCounts {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	c := FaultCounts{Calls: f.calls, ByFault: map[string]int64{}, ByCall: map[string]int64{}}
+	c := FaultCounts{Calls: f.calls, CallsBy: map[string]int64{}, ByFault: map[string]int64{}, ByCall: map[string]int64{}}
+	for k, v := range f.callsBy {
+		c.CallsBy[k] = v
+	}
 	for k, v := range f.byFault {
 		c.ByFault[k] = v
 	}
@@ -155,15 +162,15 @@ func (f *Faults) Counts() FaultCounts {
 // are counted as one.
 func (f *Faults) Wrap(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		call := CallType(r)
 		if f.off.Load() {
-			f.count("", "")
+			f.count(call, "")
 			next.ServeHTTP(w, r)
 			return
 		}
-		call := CallType(r)
 		kind, delay, faulted := f.draw(call)
 		if !faulted {
-			f.count("", "")
+			f.count(call, "")
 			next.ServeHTTP(w, r)
 			return
 		}
@@ -237,6 +244,10 @@ func (f *Faults) count(call, kind string) int64 {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.calls++
+	if f.callsBy == nil {
+		f.callsBy = map[string]int64{}
+	}
+	f.callsBy[call]++
 	if kind != "" {
 		if f.byFault == nil {
 			f.byFault, f.byCall = map[string]int64{}, map[string]int64{}

@@ -358,8 +358,8 @@ func TestFaultsPassThrough(t *testing.T) {
 			if got := a.seen(); got != 3 {
 				t.Errorf("rate 0: calls reaching the service: got %d, want 3", got)
 			}
-			if n := f.Counts(); n.Calls != 3 || n.Total() != 0 {
-				t.Errorf("rate 0: counts: got %+v, want 3 calls, no faults", n)
+			if n := f.Counts(); n.Calls != 3 || n.Total() != 0 || n.CallsBy[c.callType] != 3 || len(n.CallsBy) != 1 {
+				t.Errorf("rate 0: counts: got %+v, want 3 calls of %s, no faults", n, c.callType)
 			}
 
 			f = local.NewFaults(1, 1)
@@ -373,8 +373,8 @@ func TestFaultsPassThrough(t *testing.T) {
 			if got := a.seen(); got != 3 {
 				t.Errorf("switched off: calls reaching the service: got %d, want 3", got)
 			}
-			if n := f.Counts(); n.Total() != 0 || len(n.ByCall) != 0 {
-				t.Errorf("switched off: counts: got %+v, want no faults", n)
+			if n := f.Counts(); n.Total() != 0 || len(n.ByCall) != 0 || n.CallsBy[c.callType] != 3 {
+				t.Errorf("switched off: counts: got %+v, want 3 calls of %s, no faults", n, c.callType)
 			}
 			f.SetEnabled(true)
 			if err := c.do(t.Context(), a, 1); err == nil {

@@ -20,6 +20,8 @@ import (
 	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
+
+	"github.com/webhook-inbox/webhook-inbox/infra/local"
 )
 
 // loadReport is the load benchmark: the system's figures beside the floor
@@ -38,11 +40,17 @@ type loadReport struct {
 	FloorIngest float64
 	Ingest      float64 // the system's deliveries answered per second
 	AllDone     time.Duration
+	// Events is the workload's size; SysCalls and FloorCalls count the
+	// AWS calls, by call type, that the system's run and the floor's made
+	// through the router.
+	Events               int
+	SysCalls, FloorCalls map[string]int64
 }
 
 // measureLoad adds the load figures to rep: the tenths from the table,
-// then the floor, then the emulators' peak memory.
-func measureLoad(ctx context.Context, sys *system, o options, w *workload, rep *report) error {
+// then the floor, then the emulators' peak memory. worked is the router's
+// count of calls when the system's run ended.
+func measureLoad(ctx context.Context, sys *system, o options, w *workload, rep *report, worked local.FaultCounts) error {
 	items, err := scan(ctx, sys)
 	if err != nil {
 		return err
@@ -56,15 +64,23 @@ func measureLoad(ctx context.Context, sys *system, o options, w *workload, rep *
 		}
 	}
 	slices.SortFunc(done, time.Time.Compare)
-	lr := &loadReport{AllDone: rep.AllDone, Ingest: float64(rep.Stats.Requests.Load()) / rep.SendTime.Seconds()}
+	lr := &loadReport{AllDone: rep.AllDone, Ingest: float64(rep.Stats.Requests.Load()) / rep.SendTime.Seconds(),
+		Events: len(w.Events), SysCalls: worked.CallsBy}
 	if tenth := len(done) / 10; tenth > 1 {
 		rate := func(a, b time.Time) float64 { return float64(tenth) / max(b.Sub(a).Seconds(), 0.001) }
 		lr.FirstTenth = rate(done[0], done[tenth])
 		lr.LastTenth = rate(done[len(done)-1-tenth], done[len(done)-1])
 	}
+	before := sys.faults.Counts()
 	floor, ingest, err := runFloor(ctx, sys, o, len(w.Events))
 	if err != nil {
 		return fmt.Errorf("floor: %w", err)
+	}
+	lr.FloorCalls = map[string]int64{}
+	for k, v := range sys.faults.Counts().CallsBy {
+		if d := v - before.CallsBy[k]; d > 0 {
+			lr.FloorCalls[k] = d
+		}
 	}
 	lr.Floor, lr.FloorIngest = floor, ingest
 	lr.PeakMoto = peakMiB(sys.aws.Moto.Pid())
@@ -80,6 +96,36 @@ func (l *loadReport) print(out io.Writer) {
 		l.Ingest, l.AllDone.Round(100*time.Millisecond), l.Floor.Round(100*time.Millisecond), l.FloorIngest, l.AllDone.Seconds()/l.Floor.Seconds())
 	fmt.Fprintf(out, "torture: load: processed %.0f events/s over the first tenth, %.0f over the last (%.2fx); peak memory moto %.0f MiB, dynoxide %.0f MiB\n",
 		l.FirstTenth, l.LastTenth, l.LastTenth/max(l.FirstTenth, 0.001), l.PeakMoto, l.PeakDynamo)
+	fmt.Fprintf(out, "torture: load: AWS calls per event: system %s; floor %s\n", perEvent(l.SysCalls, l.Events), perEvent(l.FloorCalls, l.Events))
+}
+
+// perEvent formats calls by type as their total and the largest types per
+// event, most first: "9.1 (SQS.SendMessage 3.0, DynamoDB.PutItem 2.6, …)".
+func perEvent(calls map[string]int64, events int) string {
+	if events == 0 {
+		return "-"
+	}
+	type kv struct {
+		k string
+		v int64
+	}
+	var all []kv
+	var total int64
+	for k, v := range calls {
+		all = append(all, kv{k, v})
+		total += v
+	}
+	slices.SortFunc(all, func(a, b kv) int {
+		if a.v != b.v {
+			return int(b.v - a.v)
+		}
+		return strings.Compare(a.k, b.k)
+	})
+	parts := make([]string, 0, len(all))
+	for _, c := range all {
+		parts = append(parts, fmt.Sprintf("%s %.2f", c.k, float64(c.v)/float64(events)))
+	}
+	return fmt.Sprintf("%.2f (%s)", float64(total)/float64(events), strings.Join(parts, ", "))
 }
 
 // runFloor stores, sends, receives and commits n events with the fewest

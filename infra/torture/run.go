@@ -102,6 +102,7 @@ func run(ctx context.Context, o options, out io.Writer) (*report, error) {
 	allDone := time.Since(sent)
 	stopWorkers()
 	sys.faults.SetEnabled(false)
+	worked := sys.faults.Counts() // the calls of the run, before the audit's
 
 	rep, err := audit(ctx, sys, w, st)
 	if err != nil {
@@ -112,7 +113,7 @@ func run(ctx context.Context, o options, out io.Writer) (*report, error) {
 	rep.Settled = settled
 	rep.SendTime, rep.AllDone = sendTime, allDone
 	if o.Load {
-		if err := measureLoad(ctx, sys, o, w, rep); err != nil {
+		if err := measureLoad(ctx, sys, o, w, rep, worked); err != nil {
 			return nil, err
 		}
 	}

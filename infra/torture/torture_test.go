@@ -297,3 +297,16 @@ func TestOptionsCheck(t *testing.T) {
 		t.Error(err)
 	}
 }
+
+// TestPerEvent: the load report's calls per event, most first, ties by
+// name, and a dash for an empty workload.
+func TestPerEvent(t *testing.T) {
+	got := perEvent(map[string]int64{"SQS.SendMessage": 30, "DynamoDB.PutItem": 30, "DynamoDB.TransactWriteItems": 10, "SQS.ReceiveMessage": 1}, 10)
+	want := "7.10 (DynamoDB.PutItem 3.00, SQS.SendMessage 3.00, DynamoDB.TransactWriteItems 1.00, SQS.ReceiveMessage 0.10)"
+	if got != want {
+		t.Errorf("perEvent:\n got %s\nwant %s", got, want)
+	}
+	if got := perEvent(nil, 0); got != "-" {
+		t.Errorf("perEvent of no events: got %q, want -", got)
+	}
+}
