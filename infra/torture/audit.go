@@ -9,6 +9,7 @@ import (
 	"io"
 	"maps"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -16,12 +17,14 @@ import (
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
 	"github.com/webhook-inbox/webhook-inbox/infra/local"
 	"github.com/webhook-inbox/webhook-inbox/internal/effects"
 	"github.com/webhook-inbox/webhook-inbox/internal/examples"
 	"github.com/webhook-inbox/webhook-inbox/internal/inbox"
 	"github.com/webhook-inbox/webhook-inbox/internal/outbox"
+	"github.com/webhook-inbox/webhook-inbox/internal/processor"
 )
 
 // item is what the audit reads of any table item: events, facts,
@@ -39,12 +42,15 @@ type item struct {
 	PaidThrough  int64  `dynamodbav:"paid_through"`
 	InvoicesPaid int64  `dynamodbav:"invoices_paid"`
 	Head         string `dynamodbav:"head"`
+	// Seq and SeqTie are an entity's order: the update that set it last.
+	Seq    int64  `dynamodbav:"seq"`
+	SeqTie string `dynamodbav:"seq_tie"`
 }
 
 // auditAttrs are the attributes scan reads (payloads and bodies are left
 // behind).
 var auditAttrs = []string{"pk", "status", "outcome", "last_error", "outbox", "processed_at",
-	"invoice_id", "customer", "paid_through", "invoices_paid", "head"}
+	"invoice_id", "customer", "paid_through", "invoices_paid", "head", "seq", "seq_tie"}
 
 func (it item) finished() bool {
 	return it.Status == string(inbox.StatusProcessed) || it.Status == string(inbox.StatusDead)
@@ -145,6 +151,10 @@ func audit(ctx context.Context, sys *system, w *workload, st *sendStats) (*repor
 			lost("%s: stranded %s", k, it.Status)
 		case it.Status == string(inbox.StatusDead) && it.LastError == "":
 			lost("%s: dead with no reason", k)
+		case it.Status == string(inbox.StatusDead) && strings.HasPrefix(it.LastError, processor.PermanentPrefix):
+			// Every event of the workload is valid: only faults, and the
+			// budgets they exhaust, may make one dead.
+			lost("%s: a valid event dead: %s", k, clip(it.LastError, 200))
 		case it.Outbox == "pending":
 			lost("%s: processed, outbox never settled", k)
 		}
@@ -196,8 +206,10 @@ func audit(ctx context.Context, sys *system, w *workload, st *sendStats) (*repor
 		}
 	}
 	count := map[string]int64{}
-	latest := map[string]int64{}
+	latest := map[string]*invoice{}
+	customers := map[string]bool{}
 	for _, inv := range sorted(invoices) {
+		customers[inv.Customer] = true
 		f := effects.Fact{Kind: examples.InvoicePaidKind, Key: inv.ID}
 		_, has := items[f.ID()]
 		switch {
@@ -209,10 +221,14 @@ func audit(ctx context.Context, sys *system, w *workload, st *sendStats) (*repor
 		if has {
 			rep.Paid++
 			count[inv.Customer]++
-			latest[inv.Customer] = max(latest[inv.Customer], inv.PeriodEnd)
+			if l := latest[inv.Customer]; l == nil || cmp.Or(cmp.Compare(inv.PeriodEnd, l.PeriodEnd), strings.Compare(inv.ID, l.ID)) > 0 {
+				latest[inv.Customer] = inv
+			}
 		}
 	}
-	for _, c := range slices.Sorted(maps.Keys(count)) {
+	// Every customer, those with no invoice paid too: nothing may count
+	// for them.
+	for _, c := range slices.Sorted(maps.Keys(customers)) {
 		led := items[effects.Update{Entity: examples.LedgerEntity, Key: c}.ID()]
 		switch {
 		case led.InvoicesPaid > count[c]:
@@ -221,24 +237,41 @@ func audit(ctx context.Context, sys *system, w *workload, st *sendStats) (*repor
 			lost("%s (%s): %d invoices paid counted, %d facts", led.PK, c, led.InvoicesPaid, count[c])
 		}
 		m := items[effects.Update{Entity: examples.MembershipEntity, Key: c}.ID()]
-		if m.PaidThrough != latest[c] {
-			regress("membership %s: paid_through %d, the latest invoice paid runs to %d", c, m.PaidThrough, latest[c])
+		var through int64
+		var by string
+		if l := latest[c]; l != nil {
+			through, by = l.PeriodEnd, l.ID
+		}
+		if m.PaidThrough != through || m.Seq != through || m.SeqTie != by {
+			regress("membership %s: paid_through %d (order %d/%q), the latest invoice paid (%q) runs to %d", c, m.PaidThrough, m.Seq, m.SeqTie, by, through)
 		}
 	}
 
-	// Receipts: at most one accepted per invoice; every invoice paid has
-	// its row, delivered when the receiver has it, else unknown.
+	// Receipts: at most one accepted per invoice, under the invoice's own
+	// key; every invoice paid has its row, delivered when the receiver has
+	// it, else unknown.
 	got := map[string]int{}
+	perInvoice := map[string]int{}
 	for _, r := range sys.receiver.received() {
 		rep.Answers[r.Answer]++
 		if r.Answer == answerOK || r.Answer == answerHang {
 			got[r.Key]++
+			perInvoice[r.Invoice]++
 			rep.Received++
+			f := effects.Fact{Kind: examples.InvoicePaidKind, Key: r.Invoice}
+			if want := effects.KeyOf(f.ID(), examples.ReceiptTarget); r.Key != want {
+				dup("receipt for invoice %q: under key %s, not its own %s", r.Invoice, r.Key, want)
+			}
 		}
 	}
-	for key, n := range got {
-		if n > 1 {
+	for _, key := range slices.Sorted(maps.Keys(got)) {
+		if n := got[key]; n > 1 {
 			dup("receipt %s: accepted %d times", key, n)
+		}
+	}
+	for _, inv := range slices.Sorted(maps.Keys(perInvoice)) {
+		if n := perInvoice[inv]; n > 1 {
+			dup("invoice %q: %d receipts accepted", inv, n)
 		}
 	}
 	for _, inv := range sorted(invoices) {
@@ -265,6 +298,10 @@ func audit(ctx context.Context, sys *system, w *workload, st *sendStats) (*repor
 		default:
 			if got[key] == 0 {
 				lost("receipt %s: never received, row %s (not unknown)", key, row.Status)
+			} else {
+				// Received: the row may say delivered or unknown, never
+				// that it was not sent.
+				dup("receipt %s: received, row %s", key, row.Status)
 			}
 		}
 	}
@@ -280,15 +317,16 @@ func audit(ctx context.Context, sys *system, w *workload, st *sendStats) (*repor
 		}
 	}
 	for _, id := range slices.Sorted(maps.Keys(newest)) {
-		s := items[effects.Update{Entity: examples.SubscriptionEntity, Key: id}.ID()]
-		if s.Status != newest[id].Status {
-			regress("subscription %s: status %q, the newest event (%s) says %q", id, s.Status, newest[id].ID, newest[id].Status)
+		s, n := items[effects.Update{Entity: examples.SubscriptionEntity, Key: id}.ID()], newest[id]
+		if s.Status != n.Status || s.Seq != n.Created*1000 || s.SeqTie != n.ID {
+			regress("subscription %s: status %q by %d/%q, the newest event (%s) says %q", id, s.Status, s.Seq, s.SeqTie, n.ID, n.Status)
 		}
 	}
 
-	// Branches end at the newest processed push; every commit of a
-	// processed push is a fact.
+	// Branches end at the newest processed push; a commit is a fact
+	// exactly when a processed push carries it.
 	head := map[string]*push{}
+	carried := map[string]bool{}
 	for _, ev := range w.Events {
 		if ev.Push == nil || !processed[ev] {
 			continue
@@ -298,15 +336,29 @@ func audit(ctx context.Context, sys *system, w *workload, st *sendStats) (*repor
 			head[p.Branch] = p
 		}
 		for _, c := range p.Commits {
-			if _, ok := items[effects.Fact{Kind: examples.PushCommitKind, Key: p.Repo + "@" + c}.ID()]; !ok {
+			id := effects.Fact{Kind: examples.PushCommitKind, Key: p.Repo + "@" + c}.ID()
+			carried[id] = true
+			if _, ok := items[id]; !ok {
 				lost("commit %s@%s: pushed, no fact", p.Repo, c)
 			}
 		}
 	}
+	for _, ev := range w.Events {
+		if ev.Push == nil {
+			continue
+		}
+		for _, c := range ev.Push.Commits {
+			id := effects.Fact{Kind: examples.PushCommitKind, Key: ev.Push.Repo + "@" + c}.ID()
+			if _, ok := items[id]; ok && !carried[id] {
+				dup("%s: a fact, no push of it processed", id)
+				carried[id] = true // once
+			}
+		}
+	}
 	for _, b := range slices.Sorted(maps.Keys(head)) {
-		e := items[effects.Update{Entity: examples.BranchEntity, Key: b}.ID()]
-		if e.Head != head[b].After {
-			regress("branch %s: head %s, the newest push says %s", b, e.Head, head[b].After)
+		e, p := items[effects.Update{Entity: examples.BranchEntity, Key: b}.ID()], head[b]
+		if e.Head != p.After || e.Seq != p.At*1000 || e.SeqTie != p.After {
+			regress("branch %s: head %s by %d/%q, the newest push says %s", b, e.Head, e.Seq, e.SeqTie, p.After)
 		}
 	}
 
@@ -317,17 +369,39 @@ func audit(ctx context.Context, sys *system, w *workload, st *sendStats) (*repor
 	return rep, nil
 }
 
+// auditDLQ reads every DLQ message once (each held from view while the
+// read goes on, then made visible again, so a later audit reads them
+// too), checks the count against the queue's own, and checks that each
+// message is a dead event's.
 func auditDLQ(ctx context.Context, sys *system, items map[string]item, rep *report, lost func(string, ...any)) error {
 	url := sys.stack.Resources.DLQURL
+	seen := map[string]bool{}
+	var handles []string
+	defer func() {
+		for batch := range slices.Chunk(handles, 10) {
+			var entries []sqstypes.ChangeMessageVisibilityBatchRequestEntry
+			for i, h := range batch {
+				entries = append(entries, sqstypes.ChangeMessageVisibilityBatchRequestEntry{Id: aws.String(strconv.Itoa(i)), ReceiptHandle: aws.String(h)})
+			}
+			// Best effort: a message left hidden shows in a later audit's
+			// count check.
+			_, _ = sys.sqs.ChangeMessageVisibilityBatch(ctx, &sqs.ChangeMessageVisibilityBatchInput{QueueUrl: &url, Entries: entries})
+		}
+	}()
 	for {
 		out, err := sys.sqs.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{QueueUrl: &url, MaxNumberOfMessages: 10, VisibilityTimeout: 600})
 		if err != nil {
 			return fmt.Errorf("dlq: %w", err)
 		}
 		if len(out.Messages) == 0 {
-			return nil
+			break
 		}
 		for _, m := range out.Messages {
+			handles = append(handles, aws.ToString(m.ReceiptHandle))
+			if seen[aws.ToString(m.MessageId)] {
+				continue
+			}
+			seen[aws.ToString(m.MessageId)] = true
 			rep.DLQ++
 			msg, err := inbox.DecodeMessage(aws.ToString(m.Body))
 			if err != nil {
@@ -339,6 +413,23 @@ func auditDLQ(ctx context.Context, sys *system, items map[string]item, rep *repo
 			}
 		}
 	}
+	// An empty receive is not proof of an empty queue: the queue's own
+	// count must agree that every message was read.
+	attrs, err := sys.sqs.GetQueueAttributes(ctx, &sqs.GetQueueAttributesInput{QueueUrl: &url,
+		AttributeNames: []sqstypes.QueueAttributeName{sqstypes.QueueAttributeNameApproximateNumberOfMessages,
+			sqstypes.QueueAttributeNameApproximateNumberOfMessagesNotVisible, sqstypes.QueueAttributeNameApproximateNumberOfMessagesDelayed}})
+	if err != nil {
+		return fmt.Errorf("dlq: %w", err)
+	}
+	var total int
+	for _, v := range attrs.Attributes {
+		n, _ := strconv.Atoi(v)
+		total += n
+	}
+	if total != rep.DLQ {
+		lost("dlq: read %d messages, the queue holds %d", rep.DLQ, total)
+	}
+	return nil
 }
 
 func sorted(m map[string]*invoice) []*invoice {

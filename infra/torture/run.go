@@ -94,8 +94,10 @@ func run(ctx context.Context, o options, out io.Writer) (*report, error) {
 		return nil, err
 	}
 	sendTime := time.Since(sent)
-	stopKills()
+	// The kills go on while the system settles: most of the processing
+	// happens then.
 	settled, err := settle(ctx, sys, o, out)
+	stopKills()
 	if err != nil {
 		return nil, err
 	}

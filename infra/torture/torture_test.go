@@ -21,6 +21,7 @@ import (
 	"github.com/webhook-inbox/webhook-inbox/internal/effects"
 	"github.com/webhook-inbox/webhook-inbox/internal/examples"
 	"github.com/webhook-inbox/webhook-inbox/internal/inbox"
+	"github.com/webhook-inbox/webhook-inbox/internal/processor"
 )
 
 // TestMain makes the test binary a worker when the run starts it as one,
@@ -72,9 +73,9 @@ func TestShortRun(t *testing.T) {
 		t.Fatal("the audit of the damaged system did not run")
 	}
 	want := map[string][]string{
-		"lost":       {"stranded processing", "no fact", "not dead", "row delivered, never received"},
-		"duplicates": {"invoices paid counted", "accepted 2 times", "not asked for"},
-		"regression": {"subscription", "branch"},
+		"lost":       {"stranded processing", "no fact", "not dead", "row delivered, never received", "a valid event dead"},
+		"duplicates": {"invoices paid counted", "accepted 2 times", "not asked for", "not its own", "receipts accepted", "received, row failed", "no push of it processed"},
+		"regression": {"subscription", "branch", "membership"},
 	}
 	got := map[string][]string{"lost": damaged.Lost, "duplicates": damaged.Duplicates, "regression": damaged.Regressions}
 	for kind, subs := range want {
@@ -110,9 +111,12 @@ func damage(t *testing.T, sys *system, w *workload, st *sendStats) *report {
 		t.Fatal(err)
 	}
 	var inv *invoice
-	var sub, first *event
+	var sub, first, lastPush *event
 	var branch *push
 	for _, ev := range w.Events {
+		if ev.Push != nil && items["event#"+ev.key()].Status == string(inbox.StatusProcessed) {
+			lastPush = ev
+		}
 		switch {
 		case ev.Invoice != nil && inv == nil:
 			if _, ok := items[effects.Fact{Kind: examples.InvoicePaidKind, Key: ev.Invoice.ID}.ID()]; ok {
@@ -127,7 +131,7 @@ func damage(t *testing.T, sys *system, w *workload, st *sendStats) *report {
 			first = ev
 		}
 	}
-	if inv == nil || sub == nil || branch == nil || first == nil {
+	if inv == nil || sub == nil || branch == nil || first == nil || lastPush == nil || lastPush.Push == branch {
 		t.Fatal("the workload lacks an invoice paid, a subscription, a push or a processed event")
 	}
 	// Lost: an event left processing, a fact gone, a live event's message
@@ -179,9 +183,31 @@ func damage(t *testing.T, sys *system, w *workload, st *sendStats) *report {
 	sys.receiver.log = log
 	sys.receiver.mu.Unlock()
 	set(effects.Outbound{Key: other}.ID(), "status", s("delivered"))
-	// Regressions: a subscription and a branch set back.
+	// Lost and duplicate: a processed push made dead by a permanent
+	// error, its commits facts still.
+	set("event#"+lastPush.key(), "status", s("dead"))
+	set("event#"+lastPush.key(), "last_error", s(processor.PermanentPrefix+"damage"))
+	// Duplicates: a receipt for an invoice under another key; a received
+	// receipt whose row says it failed.
+	var third receipt
+	for _, r := range sys.receiver.received() {
+		if r.Answer == answerOK && r.Key != delivered.Key && r.Key != other {
+			third = r
+			break
+		}
+	}
+	if third.Key == "" {
+		t.Fatal("the receiver accepted fewer than three receipts")
+	}
+	set(effects.Outbound{Key: third.Key}.ID(), "status", s("failed"))
+	sys.receiver.mu.Lock()
+	sys.receiver.log = append(sys.receiver.log, receipt{Key: "other-key", Invoice: third.Invoice, Answer: answerOK})
+	sys.receiver.mu.Unlock()
+	// Regressions: a subscription, a branch and a membership set back (the
+	// membership by its order alone).
 	set(effects.Update{Entity: examples.SubscriptionEntity, Key: sub.Subscription}.ID(), "status", s("incomplete_expired"))
 	set(effects.Update{Entity: examples.BranchEntity, Key: branch.Branch}.ID(), "head", s("0000000000000000000000000000000000000000"))
+	set(effects.Update{Entity: examples.MembershipEntity, Key: inv.Customer}.ID(), "seq_tie", s("in_older"))
 
 	rep, err := audit(ctx, sys, w, st)
 	if err != nil {

@@ -578,6 +578,14 @@ func (p *Processor) notNow(book context.Context, rec events.SQSMessage, until ti
 	return res
 }
 
+// The reasons a dead event gives (its last_error) begin with what made it
+// dead: an error that would recur every time, or a transient one on the
+// message's last receive (the third kind names the attempt budget).
+const (
+	PermanentPrefix   = "permanent: "
+	LastReceivePrefix = "on the message's last receive: "
+)
+
 // failed records a failed attempt. A permanent error, and any other error
 // on the last receive, makes the event dead and copies its message to the
 // DLQ; a transient one comes back after a backoff. A record cut off by the
@@ -593,8 +601,11 @@ func (p *Processor) failed(work, book context.Context, j *job, k inbox.Key, res 
 	permanent := !cut && (effects.IsPermanent(cause) || errors.Is(cause, inbox.ErrInvalid))
 	last, counted := p.last(rec), receives(rec) > 0
 	res.err = cause
-	if permanent || (last && counted && !cut) {
-		return p.dead(work, book, j, k, res, cause)
+	switch {
+	case permanent:
+		return p.dead(work, book, j, k, res, fmt.Errorf("%s%w", PermanentPrefix, cause))
+	case last && counted && !cut:
+		return p.dead(work, book, j, k, res, fmt.Errorf("%s%w", LastReceivePrefix, cause))
 	}
 	// Released for another try. On the last receive (or without a receive
 	// count) the record is acknowledged below and the event left to the

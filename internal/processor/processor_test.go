@@ -466,8 +466,18 @@ func TestFailureRecordsTheMessage(t *testing.T) {
 	if f := byStatus[inbox.StatusFailed]; !f.RetryAt.Equal(testNow.Add(22500*time.Millisecond)) || f.Cause != "boom" || f.Owner == "" {
 		t.Errorf("failed: got %+v", f)
 	}
-	if f := byStatus[inbox.StatusDead]; f.MessageID != "m2" || f.Cause != "boom" {
-		t.Errorf("dead: got %+v", f)
+	if f := byStatus[inbox.StatusDead]; f.MessageID != "m2" || f.Cause != LastReceivePrefix+"boom" {
+		t.Errorf("dead: got %+v, want the last receive named", f)
+	}
+
+	// A permanent error makes it dead on the first receive, and says so.
+	store = &fakeStore{claim: claimed}
+	h = newHarness(t, store, handlerOf(effects.Plan{}, effects.Permanent(errors.New("no such plan"))))
+	if _, err := h.p.Handle(context.Background(), events.SQSEvent{Records: []events.SQSMessage{message(t, "m3", 1)}}); err != nil {
+		t.Fatal(err)
+	}
+	if len(store.fails) != 1 || store.fails[0].Status != inbox.StatusDead || store.fails[0].Cause != PermanentPrefix+"no such plan" {
+		t.Errorf("permanent: got %+v, want one dead failure saying permanent", store.fails)
 	}
 }
 
