@@ -100,12 +100,12 @@ type report struct {
 	// The three counts of the verdict, each finding a line.
 	Lost, Duplicates, Regressions []string
 
-	Status   map[string]int // events by status/outcome
-	Dead     map[string]int // dead events by their last error
-	Paid     int            // invoices with a fact
-	Rows     map[string]int // receipt rows by state
-	Answers  map[string]int // the receiver's answers
-	DLQ      int
+	Status  map[string]int // events by status/outcome
+	Dead    map[string]int // dead events by their last error
+	Paid    int            // invoices with a fact
+	Rows    map[string]int // receipt rows by state
+	Answers map[string]int // the receiver's answers
+	DLQ     int
 	// DLQStale counts the DLQ's copies of processed events (see auditDLQ).
 	DLQStale int
 	Received int // receipts accepted by the receiver
