@@ -352,3 +352,24 @@ func TestPerEvent(t *testing.T) {
 		t.Errorf("perEvent of no events: got %q, want -", got)
 	}
 }
+
+// TestRedelivered: the floor takes a transaction refused on every
+// condition for its event committed already, and nothing else.
+func TestRedelivered(t *testing.T) {
+	cc := aws.String("ConditionalCheckFailed")
+	for _, tt := range []struct {
+		name string
+		err  error
+		want bool
+	}{
+		{"both conditions", &ddbtypes.TransactionCanceledException{CancellationReasons: []ddbtypes.CancellationReason{{Code: cc}, {Code: cc}}}, true},
+		{"wrapped", fmt.Errorf("op: %w", &ddbtypes.TransactionCanceledException{CancellationReasons: []ddbtypes.CancellationReason{{Code: cc}}}), true},
+		{"a conflict", &ddbtypes.TransactionCanceledException{CancellationReasons: []ddbtypes.CancellationReason{{Code: cc}, {Code: aws.String("TransactionConflict")}}}, false},
+		{"no reasons", &ddbtypes.TransactionCanceledException{}, false},
+		{"another error", fmt.Errorf("boom"), false},
+	} {
+		if got := redelivered(tt.err); got != tt.want {
+			t.Errorf("%s: got %t, want %t", tt.name, got, tt.want)
+		}
+	}
+}
