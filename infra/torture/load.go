@@ -4,6 +4,7 @@ package main
 
 import (
 	"bufio"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -116,12 +117,7 @@ func perEvent(calls map[string]int64, events int) string {
 		all = append(all, kv{k, v})
 		total += v
 	}
-	slices.SortFunc(all, func(a, b kv) int {
-		if a.v != b.v {
-			return int(b.v - a.v)
-		}
-		return strings.Compare(a.k, b.k)
-	})
+	slices.SortFunc(all, func(a, b kv) int { return cmp.Or(cmp.Compare(b.v, a.v), strings.Compare(a.k, b.k)) })
 	parts := make([]string, 0, len(all))
 	for _, c := range all {
 		parts = append(parts, fmt.Sprintf("%s %.2f", c.k, float64(c.v)/float64(events)))
