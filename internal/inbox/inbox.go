@@ -55,6 +55,9 @@ var (
 	ErrLeaseLost = errors.New("inbox: lease lost before commit")
 	// ErrDead means the event is dead: final until an operator replays it.
 	ErrDead = errors.New("inbox: event is dead")
+	// ErrOutboxPending means a processed event's outbox has rows that may
+	// still be delivered: it is not re-run until they settle.
+	ErrOutboxPending = errors.New("inbox: event's outbox not settled")
 	// ErrInvalid wraps a request the store or queue refused as invalid (an
 	// item over the size limit, a key too long, a malformed expression):
 	// retrying cannot help, so the event is dead at once and ingest answers
@@ -224,6 +227,10 @@ type Event struct {
 	// processed event stays with the sweep until its outbox settles.
 	OutboxRows    []string
 	OutboxPending bool
+	// Reruns counts the operator's forced re-runs of the event after it
+	// was processed; PreviousOutcome is the outcome the last one found.
+	Reruns          int
+	PreviousOutcome Outcome
 }
 
 // Unfinished reports whether the event still has to end processed or dead.

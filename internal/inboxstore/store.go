@@ -12,7 +12,6 @@ import (
 	"hash/fnv"
 	"math/rand/v2"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -41,13 +40,17 @@ const (
 	eventPrefix = "event#"
 )
 
-// The unfinished-events index: a sparse global secondary index holding
-// only events that are received, processing or failed. Its partition key
-// is one of SweepShards shard names (spreading its writes over partitions:
+// The unfinished-events index: a sparse global secondary index over the
+// events that are not finished with — received, processing or failed;
+// processed with an outbox that has not settled ("o" partitions); dead,
+// until an operator revives them or they expire ("d" partitions) — and the
+// outbox rows for review (ReviewShard). Its partition key is one of
+// SweepShards shard names per kind (spreading its writes over partitions:
 // a single key would cap the inbox at one partition's 1,000 writes a
 // second); its sort key is the time of receipt, so the oldest unfinished
-// event is the first item of some shard. Processed and dead events drop
-// out of it, so the sweep never reads a finished event and never scans.
+// event is the first item of some shard. Processed events drop out of it,
+// the sweep reads only the unfinished and outbox partitions, and nothing
+// ever scans the table.
 const (
 	UnfinishedIndex = "unfinished"
 	SweepShards     = 10
@@ -137,6 +140,9 @@ type item struct {
 	// Outbox is "pending" while some of OutboxRows may be undelivered,
 	// "settled" after.
 	Outbox string `dynamodbav:"outbox,omitempty"`
+	// Reruns and PreviousOutcome record forced re-runs (Requeue).
+	Reruns          int    `dynamodbav:"reruns,omitempty"`
+	PreviousOutcome string `dynamodbav:"previous_outcome,omitempty"`
 }
 
 func pk(k inbox.Key) string { return eventPrefix + k.String() }
@@ -152,6 +158,10 @@ func shard(k inbox.Key) string {
 // not settled: apart from the unfinished events' (Oldest reads only
 // those), with the sweep reading both.
 func outboxShard(k inbox.Key) string { return "o" + shard(k) }
+
+// deadShard is the index partition of a dead event, which neither the
+// sweep nor Oldest reads: replay selects dead events by time from it.
+func deadShard(k inbox.Key) string { return "d" + shard(k) }
 
 // shards lists the index partitions of unfinished events, then those of
 // processed events with an unsettled outbox.
@@ -193,13 +203,15 @@ func toItem(e inbox.Event) item {
 		Status: string(e.Status), Outcome: string(e.Outcome), Attempts: e.Attempts, Revived: e.RevivedAttempts,
 		LastError: e.LastError, ReceivedAt: ts(e.ReceivedAt), UpdatedAt: ts(e.UpdatedAt),
 		ProcessedAt: ts(e.ProcessedAt), LeaseOwner: e.LeaseOwner, DeadBy: e.DeadBy,
-		Touched: e.Touched, OutboxRows: e.OutboxRows,
+		Touched: e.Touched, OutboxRows: e.OutboxRows, Reruns: e.Reruns, PreviousOutcome: string(e.PreviousOutcome),
 	}
 	switch {
 	case e.Unfinished():
 		it.SweepShard = shard(e.Key)
 	case e.OutboxPending:
 		it.SweepShard = outboxShard(e.Key)
+	case e.Status == inbox.StatusDead:
+		it.SweepShard = deadShard(e.Key)
 	}
 	if e.OutboxPending {
 		it.Outbox = outboxPending
@@ -229,6 +241,7 @@ func (it item) event() inbox.Event {
 		LastError: it.LastError, ReceivedAt: parseTS(it.ReceivedAt), UpdatedAt: parseTS(it.UpdatedAt),
 		ProcessedAt: parseTS(it.ProcessedAt), LeaseOwner: it.LeaseOwner, DeadBy: it.DeadBy,
 		Touched: it.Touched, OutboxRows: it.OutboxRows, OutboxPending: it.Outbox == outboxPending,
+		Reruns: it.Reruns, PreviousOutcome: inbox.Outcome(it.PreviousOutcome),
 	}
 	if it.DueMs != 0 {
 		e.DueAt = time.UnixMilli(it.DueMs)
@@ -406,8 +419,10 @@ func (s *Store) Claim(ctx context.Context, k inbox.Key, owner string, now, lease
 const maxCause = 1024
 
 // Fail records a failed attempt: the event becomes failed (due back at
-// f.RetryAt) or dead (out of the unfinished index, kept for at least
-// DeadRetention, f.MessageID recorded as the message that killed it), with the cause kept for operators and any lease released.
+// f.RetryAt) or dead (out of the unfinished partitions of the index, into
+// its dead ones, kept for at least DeadRetention, f.MessageID recorded as
+// the message that killed it), with the cause kept for operators and any
+// lease released.
 //
 // It applies while f.Owner holds the lease, or while nobody holds a live
 // one: a worker whose claim failed may still record the attempt, but never
@@ -448,8 +463,9 @@ func (s *Store) Fail(ctx context.Context, k inbox.Key, f inbox.Failure, now time
 			values[":one"] = num(1)
 		}
 	case inbox.StatusDead:
-		update = "SET #status = :status, last_error = :cause, updated_at = :now, dead_by = :by, expires_at = :expires REMOVE lease_owner, lease_until, sweep_shard, due_ms"
+		update = "SET #status = :status, last_error = :cause, updated_at = :now, dead_by = :by, expires_at = :expires, sweep_shard = :dead REMOVE lease_owner, lease_until, due_ms"
 		values[":by"] = str(f.MessageID)
+		values[":dead"] = str(deadShard(k))
 		values[":expires"] = num(now.Add(max(s.retention, DeadRetention)).Unix())
 	default:
 		return inbox.Event{}, fmt.Errorf("fail %s: status %q is not failed or dead", k, f.Status)
@@ -624,11 +640,7 @@ func pending(av map[string]types.AttributeValue) (Pending, error) {
 	// The key is split, not validated: an event stored before a rule it
 	// breaks (an id alphabet) is still an event to finish, and the sweep
 	// decides what to do with it.
-	rest, _ := strings.CutPrefix(it.PK, eventPrefix)
-	source, rest, _ := strings.Cut(rest, "#")
-	account, id, _ := strings.Cut(rest, "#")
-	k := inbox.Key{Source: source, Account: account, EventID: id}
-	return Pending{Key: k, Status: inbox.Status(it.Status), ReceivedAt: time.UnixMilli(it.ReceivedMs), DueAt: time.UnixMilli(it.DueMs)}, nil
+	return Pending{Key: splitPK(it.PK), Status: inbox.Status(it.Status), ReceivedAt: time.UnixMilli(it.ReceivedMs), DueAt: time.UnixMilli(it.DueMs)}, nil
 }
 
 // Reschedule moves an unfinished event's due time from was to due, only
@@ -682,7 +694,7 @@ func TableInput(name string) *dynamodb.CreateTableInput {
 				{AttributeName: aws.String("sweep_shard"), KeyType: types.KeyTypeHash},
 				{AttributeName: aws.String("received_ms"), KeyType: types.KeyTypeRange},
 			},
-			Projection: &types.Projection{ProjectionType: types.ProjectionTypeInclude, NonKeyAttributes: []string{"status", "due_ms"}},
+			Projection: &types.Projection{ProjectionType: types.ProjectionTypeInclude, NonKeyAttributes: []string{"status", "due_ms", "event_type", "expires_at"}},
 		}},
 	}
 }

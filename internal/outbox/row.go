@@ -33,12 +33,15 @@ const (
 	Unknown State = "unknown"
 	// Dead: failed on every attempt of its budget: final, for review.
 	Dead State = "dead"
+	// Resolved: a row an operator reviewed (it was rejected, unknown or
+	// dead) and marked resolved: final, out of the review list.
+	Resolved State = "resolved"
 )
 
 // Final reports whether a row in state s is never delivered again.
 func (s State) Final() bool {
 	switch s {
-	case Delivered, Rejected, Unknown, Dead:
+	case Delivered, Rejected, Unknown, Dead, Resolved:
 		return true
 	}
 	return false
@@ -91,5 +94,12 @@ type Result struct {
 	DeliveredTo string
 }
 
-// ErrFinal means the row is in a final state: it is never claimed again.
-var ErrFinal = errors.New("outbox: row is final")
+// Errors of the row operations.
+var (
+	// ErrFinal means the row is in a final state: it is never claimed again.
+	ErrFinal = errors.New("outbox: row is final")
+	// ErrNotForReview means an operator's resolve or resend found the row
+	// in a state that is not for review (pending, delivering, failed,
+	// delivered or resolved): it is left as it is.
+	ErrNotForReview = errors.New("outbox: row is not for review")
+)

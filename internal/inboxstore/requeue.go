@@ -1,0 +1,348 @@
+package inboxstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/webhook-inbox/webhook-inbox/internal/awserr"
+	"github.com/webhook-inbox/webhook-inbox/internal/inbox"
+	"github.com/webhook-inbox/webhook-inbox/internal/outbox"
+)
+
+// Requeued says what Requeue found and did.
+type Requeued string
+
+// What Requeue did.
+const (
+	// Revived: the event was dead; it is failed and due now, its attempts
+	// budget counted from here.
+	Revived Requeued = "revived"
+	// MadeDue: the event was received or failed; it is due now (a failed
+	// event's backoff is cut short).
+	MadeDue Requeued = "made_due"
+	// Claimable: the event is processing under a lease that has ended; a
+	// claim takes it as it is, so nothing was written.
+	Claimable Requeued = "claimable"
+	// Rerun: the event was processed (force); it is failed and due now,
+	// its outcome kept as PreviousOutcome, its attempts budget counted
+	// from here.
+	Rerun Requeued = "rerun"
+)
+
+// requeueTries bounds Requeue's reads and writes when the event keeps
+// changing between them (workers claiming and failing it).
+const requeueTries = 3
+
+// Requeue makes an event claimable now, the operator's deliberate act
+// (replay, drain-dlq): its next message is taken through the same claim
+// and commit as any delivery, so nothing it already wrote can be written
+// again. Every change puts the event in the unfinished index, due now, in
+// the same write: if the message that should follow is never sent, the
+// sweep sends one.
+//
+// A processed event is re-run only with force, and only once its outbox
+// has settled (else inbox.ErrOutboxPending: a re-run's commit would take
+// the event out of the sweep's hands while rows may still be undelivered).
+// Without force it returns inbox.ErrAlreadyProcessed. An event another
+// worker holds under a live lease is left to it (inbox.ErrClaimed); one
+// that is absent or expired is inbox.ErrNotFound. The event is returned as
+// it is after the call, with what was done.
+func (s *Store) Requeue(ctx context.Context, k inbox.Key, now time.Time, force bool) (inbox.Event, Requeued, error) {
+	for range requeueTries {
+		ev, err := s.Get(ctx, k, now)
+		if err != nil {
+			return inbox.Event{}, "", err
+		}
+		var did Requeued
+		in := &dynamodb.UpdateItemInput{
+			TableName:                &s.table,
+			Key:                      map[string]types.AttributeValue{"pk": str(pk(k))},
+			ExpressionAttributeNames: map[string]string{"#status": "status"},
+			ExpressionAttributeValues: map[string]types.AttributeValue{
+				":now":   str(ts(now)),
+				":nowms": num(now.UnixMilli()),
+				":nows":  num(now.Unix()),
+			},
+			ReturnValues: types.ReturnValueAllNew,
+		}
+		v := in.ExpressionAttributeValues
+		const fresh = "(attribute_not_exists(expires_at) OR expires_at >= :nows)"
+		switch ev.Status {
+		case inbox.StatusDead:
+			did = Revived
+			in.UpdateExpression = aws.String("SET #status = :failed, updated_at = :now, sweep_shard = :shard, due_ms = :nowms, revived_attempts = if_not_exists(attempts, :zero) REMOVE expires_at, dead_by")
+			in.ConditionExpression = aws.String("#status = :dead AND " + fresh)
+			v[":failed"], v[":dead"], v[":shard"], v[":zero"] = str(string(inbox.StatusFailed)), str(string(inbox.StatusDead)), str(shard(k)), num(0)
+		case inbox.StatusReceived, inbox.StatusFailed:
+			did = MadeDue
+			in.UpdateExpression = aws.String("SET due_ms = :nowms, updated_at = :now")
+			in.ConditionExpression = aws.String("#status IN (:received, :failed) AND attribute_exists(sweep_shard)")
+			v[":received"], v[":failed"] = str(string(inbox.StatusReceived)), str(string(inbox.StatusFailed))
+			delete(v, ":nows")
+		case inbox.StatusProcessing:
+			if ev.LeaseUntil.Before(now) {
+				return ev, Claimable, nil
+			}
+			return ev, "", fmt.Errorf("requeue %s: held by %s until %s: %w", k, ev.LeaseOwner, ts(ev.LeaseUntil), inbox.ErrClaimed)
+		case inbox.StatusProcessed:
+			switch {
+			case !force:
+				return ev, "", fmt.Errorf("requeue %s: %w (re-run it with force)", k, inbox.ErrAlreadyProcessed)
+			case ev.OutboxPending:
+				return ev, "", fmt.Errorf("requeue %s: %w", k, inbox.ErrOutboxPending)
+			}
+			did = Rerun
+			in.UpdateExpression = aws.String("SET #status = :failed, updated_at = :now, sweep_shard = :shard, due_ms = :nowms, revived_attempts = if_not_exists(attempts, :zero), previous_outcome = outcome, reruns = if_not_exists(reruns, :zero) + :one REMOVE expires_at, outcome")
+			in.ConditionExpression = aws.String("#status = :processed AND (attribute_not_exists(outbox) OR outbox <> :pending) AND " + fresh)
+			v[":failed"], v[":processed"], v[":pending"] = str(string(inbox.StatusFailed)), str(string(inbox.StatusProcessed)), str(outboxPending)
+			v[":shard"], v[":zero"], v[":one"] = str(shard(k)), num(0), num(1)
+		default:
+			return ev, "", fmt.Errorf("requeue %s: unknown status %q", k, ev.Status)
+		}
+		out, err := s.api.UpdateItem(ctx, in)
+		var ccf *types.ConditionalCheckFailedException
+		switch {
+		case errors.As(err, &ccf):
+			continue // changed since the read: read it again
+		case err != nil:
+			return ev, "", awserr.Wrap("requeue "+k.String(), err)
+		}
+		ev, err = decode(out.Attributes)
+		return ev, did, err
+	}
+	return inbox.Event{}, "", fmt.Errorf("requeue %s: the event kept changing: %w", k, inbox.ErrClaimed)
+}
+
+// Selection is a range of the index that replay reads: events of one
+// status received in [From, To), oldest first within each shard.
+type Selection struct {
+	Status   inbox.Status
+	From, To time.Time
+	// Cursor resumes a selection where an earlier page ended ("" from the
+	// start); Selected returns the next one.
+	Cursor string
+	Limit  int
+}
+
+// Selected is an event a selection found, from the index alone.
+type Selected struct {
+	Key        inbox.Key
+	Status     inbox.Status
+	EventType  string
+	ReceivedAt time.Time
+}
+
+// Select reads up to sel.Limit events of sel.Status (received, failed or
+// dead) received in [sel.From, sel.To) from the index, shard after shard,
+// and returns them with the cursor of what follows ("" at the end). Dead
+// events whose retention has passed are skipped.
+func (s *Store) Select(ctx context.Context, sel Selection, now time.Time) ([]Selected, string, error) {
+	prefix := ""
+	switch sel.Status {
+	case inbox.StatusReceived, inbox.StatusFailed:
+	case inbox.StatusDead:
+		prefix = "d"
+	default:
+		return nil, "", fmt.Errorf("select: status %q: want received, failed or dead", sel.Status)
+	}
+	first, after, err := parseCursor(sel.Cursor)
+	if err != nil {
+		return nil, "", err
+	}
+	to := sel.To
+	if to.IsZero() {
+		to = now.Add(time.Hour)
+	}
+	var out []Selected
+	for sh := first; sh < SweepShards; sh++ {
+		name := prefix + strconv.Itoa(sh)
+		var start map[string]types.AttributeValue
+		if sh == first && after != nil {
+			start = after
+			start["sweep_shard"] = str(name)
+		}
+		for {
+			page, err := s.api.Query(ctx, &dynamodb.QueryInput{
+				TableName:                &s.table,
+				IndexName:                aws.String(UnfinishedIndex),
+				KeyConditionExpression:   aws.String("sweep_shard = :shard AND received_ms BETWEEN :from AND :to"),
+				FilterExpression:         aws.String("#status = :status"),
+				ExpressionAttributeNames: map[string]string{"#status": "status"},
+				ExpressionAttributeValues: map[string]types.AttributeValue{
+					":shard":  str(name),
+					":from":   num(sel.From.UnixMilli()),
+					":to":     num(to.UnixMilli() - 1),
+					":status": str(string(sel.Status)),
+				},
+				ExclusiveStartKey: start,
+			})
+			if err != nil {
+				return out, "", awserr.Wrap("query "+string(sel.Status)+" events", err)
+			}
+			for _, av := range page.Items {
+				var it item
+				if err := attributevalue.UnmarshalMap(av, &it); err != nil {
+					return out, "", fmt.Errorf("decode index item: %w", err)
+				}
+				if it.ExpiresAt != 0 && it.ExpiresAt < now.Unix() {
+					continue
+				}
+				k := splitPK(it.PK)
+				out = append(out, Selected{Key: k, Status: inbox.Status(it.Status), EventType: it.EventType, ReceivedAt: time.UnixMilli(it.ReceivedMs)})
+				if len(out) == sel.Limit {
+					return out, cursor(sh, it.ReceivedMs, it.PK), nil
+				}
+			}
+			if page.LastEvaluatedKey == nil {
+				break
+			}
+			start = page.LastEvaluatedKey
+		}
+	}
+	return out, "", nil
+}
+
+// splitPK reads an event's key from its item's pk, split but not
+// validated (an event stored before a rule it breaks is still one to
+// finish).
+func splitPK(p string) inbox.Key {
+	rest, _ := strings.CutPrefix(p, eventPrefix)
+	source, rest, _ := strings.Cut(rest, "#")
+	account, id, _ := strings.Cut(rest, "#")
+	return inbox.Key{Source: source, Account: account, EventID: id}
+}
+
+// A cursor is "shard/received_ms/pk" of the last item returned.
+func cursor(shard int, receivedMs int64, pk string) string {
+	return strconv.Itoa(shard) + "/" + strconv.FormatInt(receivedMs, 10) + "/" + pk
+}
+
+func parseCursor(c string) (int, map[string]types.AttributeValue, error) {
+	if c == "" {
+		return 0, nil, nil
+	}
+	parts := strings.SplitN(c, "/", 3)
+	if len(parts) == 3 {
+		sh, err1 := strconv.Atoi(parts[0])
+		ms, err2 := strconv.ParseInt(parts[1], 10, 64)
+		if err1 == nil && err2 == nil && sh >= 0 && sh < SweepShards && strings.HasPrefix(parts[2], eventPrefix) {
+			return sh, map[string]types.AttributeValue{"pk": str(parts[2]), "received_ms": num(ms)}, nil
+		}
+	}
+	return 0, nil, fmt.Errorf("select: cursor %q is not one a summary gave", c)
+}
+
+// ResolveRow records an operator's review of an outbox row that ended
+// without a known delivery (rejected, unknown or dead): resolved, final,
+// out of the review list, with the operator's note. Any other row is
+// refused with outbox.ErrNotForReview (and the row); a missing one with
+// inbox.ErrNotFound.
+func (s *Store) ResolveRow(ctx context.Context, key, note string, now time.Time) (outbox.Row, error) {
+	if len(note) > maxCause {
+		note = note[:maxCause]
+	}
+	out, err := s.api.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName:                &s.table,
+		Key:                      map[string]types.AttributeValue{"pk": str(rowPK(key))},
+		UpdateExpression:         aws.String("SET #status = :resolved, resolved_from = #status, resolution = :note, resolved_at = :now, updated_at = :now REMOVE sweep_shard"),
+		ConditionExpression:      aws.String("#status IN (:rejected, :unknown, :dead)"),
+		ExpressionAttributeNames: map[string]string{"#status": "status"},
+		ExpressionAttributeValues: map[string]types.AttributeValue{
+			":resolved": str(string(outbox.Resolved)),
+			":rejected": str(string(outbox.Rejected)),
+			":unknown":  str(string(outbox.Unknown)),
+			":dead":     str(string(outbox.Dead)),
+			":note":     str(note),
+			":now":      str(ts(now)),
+		},
+		ReturnValues:                        types.ReturnValueAllNew,
+		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
+	})
+	var ccf *types.ConditionalCheckFailedException
+	switch {
+	case errors.As(err, &ccf):
+		return notForReview("resolve row", ccf.Item)
+	case err != nil:
+		return outbox.Row{}, awserr.Wrap("resolve row", err)
+	}
+	return decodeRow(out.Attributes)
+}
+
+func notForReview(op string, old map[string]types.AttributeValue) (outbox.Row, error) {
+	if old == nil {
+		return outbox.Row{}, fmt.Errorf("%s: %w", op, inbox.ErrNotFound)
+	}
+	r, err := decodeRow(old)
+	if err != nil {
+		return outbox.Row{}, fmt.Errorf("%s: %w", op, err)
+	}
+	return r, fmt.Errorf("%s: it is %s: %w", op, r.State, outbox.ErrNotForReview)
+}
+
+// ResendRow is an operator's deliberate resend of an outbox row that ended
+// rejected, unknown or dead (after checking that its receiver did not act
+// on it): in one transaction the row becomes pending and due now, and its
+// event's outbox pending again, in the sweep's outbox partitions and due
+// now, so a delivery follows even if the message the caller sends next is
+// lost. A delivered row is never resent. It returns the row as it was, or
+// outbox.ErrNotForReview (with the row) for a row in another state, or
+// inbox.ErrNotFound when the row or its event is gone.
+func (s *Store) ResendRow(ctx context.Context, key string, now time.Time) (outbox.Row, error) {
+	r, err := s.Row(ctx, key)
+	if err != nil {
+		return outbox.Row{}, fmt.Errorf("resend row: %w", err)
+	}
+	if !r.State.ForReview() {
+		return r, fmt.Errorf("resend row: it is %s: %w", r.State, outbox.ErrNotForReview)
+	}
+	_, err = s.api.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: []types.TransactWriteItem{
+		{Update: &types.Update{
+			TableName:                &s.table,
+			Key:                      map[string]types.AttributeValue{"pk": str(rowPK(key))},
+			UpdateExpression:         aws.String("SET #status = :pending, due_ms = :nowms, resent = if_not_exists(resent, :zero) + :one, updated_at = :now REMOVE sweep_shard"),
+			ConditionExpression:      aws.String("#status IN (:rejected, :unknown, :dead)"),
+			ExpressionAttributeNames: map[string]string{"#status": "status"},
+			ExpressionAttributeValues: map[string]types.AttributeValue{
+				":pending": str(string(outbox.Pending)), ":rejected": str(string(outbox.Rejected)),
+				":unknown": str(string(outbox.Unknown)), ":dead": str(string(outbox.Dead)),
+				":nowms": num(now.UnixMilli()), ":now": str(ts(now)), ":zero": num(0), ":one": num(1),
+			},
+			ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
+		}},
+		{Update: &types.Update{
+			TableName:                &s.table,
+			Key:                      map[string]types.AttributeValue{"pk": str(pk(r.Event))},
+			UpdateExpression:         aws.String("SET outbox = :pending, sweep_shard = :shard, due_ms = :nowms, updated_at = :now REMOVE expires_at"),
+			ConditionExpression:      aws.String("#status = :processed AND contains(outbox_rows, :row) AND (attribute_not_exists(expires_at) OR expires_at >= :nows)"),
+			ExpressionAttributeNames: map[string]string{"#status": "status"},
+			ExpressionAttributeValues: map[string]types.AttributeValue{
+				":pending": str(outboxPending), ":shard": str(outboxShard(r.Event)), ":processed": str(string(inbox.StatusProcessed)),
+				":row": str(key), ":nowms": num(now.UnixMilli()), ":nows": num(now.Unix()), ":now": str(ts(now)),
+			},
+		}},
+	}})
+	var tce *types.TransactionCanceledException
+	switch {
+	case errors.As(err, &tce):
+		reasons := tce.CancellationReasons
+		if len(reasons) == 2 && aws.ToString(reasons[0].Code) == "ConditionalCheckFailed" {
+			return notForReview("resend row", reasons[0].Item)
+		}
+		if len(reasons) == 2 && aws.ToString(reasons[1].Code) == "ConditionalCheckFailed" {
+			return r, fmt.Errorf("resend row: its event %s is not processed, gone or does not list it: %w", r.Event, inbox.ErrNotFound)
+		}
+		return r, fmt.Errorf("resend row: %w: %w", inbox.ErrUnavailable, err)
+	case err != nil:
+		return r, awserr.Wrap("resend row", err)
+	}
+	return r, nil
+}
