@@ -14,7 +14,10 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 
+	"github.com/webhook-inbox/webhook-inbox/internal/effects"
+	"github.com/webhook-inbox/webhook-inbox/internal/examples"
 	"github.com/webhook-inbox/webhook-inbox/internal/inbox"
+	"github.com/webhook-inbox/webhook-inbox/internal/replay"
 	"github.com/webhook-inbox/webhook-inbox/internal/signature"
 )
 
@@ -29,9 +32,10 @@ const (
 	// event, and one message that is not ours (copied to the DLQ and
 	// acknowledged).
 	EventProcessor = "processor-sqs-batch.json"
-	// EventReplayDryRun and EventReplayDrain are the replay console events.
-	EventReplayDryRun = "replay-dry-run.json"
-	EventReplayDrain  = "replay-drain.json"
+	// EventReplayDryRun and EventReplayDrain preview and run a drain of
+	// the DLQ; ReplayEvents has them all.
+	EventReplayDryRun = "replay-drain-dlq-dry-run.json"
+	EventReplayDrain  = "replay-drain-dlq.json"
 	// EventReplaySweep is the sweep as the template's schedule runs it.
 	EventReplaySweep = "replay-sweep.json"
 
@@ -53,7 +57,12 @@ func SampleEvents(root string, sources SourcesFile, now time.Time) (map[string][
 		return nil, err
 	}
 	var id struct {
-		ID string `json:"id"`
+		ID   string `json:"id"`
+		Data struct {
+			Object struct {
+				ID string `json:"id"`
+			} `json:"object"`
+		} `json:"data"`
 	}
 	if err := json.Unmarshal(body, &id); err != nil || id.ID == "" {
 		return nil, fmt.Errorf("%s: no event id", SampleStripeEvent)
@@ -94,12 +103,16 @@ func SampleEvents(root string, sources SourcesFile, now time.Time) (map[string][
 	}}
 
 	out := map[string][]byte{}
+	for _, e := range ReplayEvents(inbox.Key{Source: "stripe", EventID: id.ID}, id.Data.Object.ID) {
+		b, err := json.MarshalIndent(e.Request, "", "  ")
+		if err != nil {
+			return nil, err
+		}
+		out[e.File] = append(b, '\n')
+	}
 	for name, v := range map[string]any{
 		EventIngest:       ingest,
 		EventProcessor:    batch,
-		EventReplayDryRun: map[string]any{"action": "drain-dlq", "dry_run": true, "limit": 100},
-		EventReplayDrain:  map[string]any{"action": "drain-dlq", "dry_run": false, "limit": 100},
-		EventReplaySweep:  map[string]any{"action": "sweep", "dry_run": false, "limit": 1000},
 	} {
 		b, err := json.MarshalIndent(v, "", "  ")
 		if err != nil {
@@ -108,6 +121,42 @@ func SampleEvents(root string, sources SourcesFile, now time.Time) (map[string][
 		out[name] = append(b, '\n')
 	}
 	return out, nil
+}
+
+// ReplayEvent is one of the replay function's test events: a file in
+// events/ and, under Name, a shareable test event in the template (the
+// Lambda console's Test tab).
+type ReplayEvent struct {
+	File, Name string
+	Request    replay.Request
+}
+
+// ReplayEvents are the replay function's test events, every action and
+// its common variants, naming key as the event they inspect or replay and
+// the receipt of invoiceID as the outbox row they resolve or resend.
+// The template's shareable test events are the same (template_test
+// compares them).
+func ReplayEvents(key inbox.Key, invoiceID string) []ReplayEvent {
+	yes, no := true, false
+	k := key.String()
+	row := effects.KeyOf(effects.Fact{Kind: examples.InvoicePaidKind, Key: invoiceID}.ID(), examples.ReceiptTarget)
+	return []ReplayEvent{
+		{EventReplayDryRun, "drain-dlq-preview", replay.Request{Action: replay.ActionDrainDLQ, DryRun: &yes, Max: 100}},
+		{EventReplayDrain, "drain-dlq", replay.Request{Action: replay.ActionDrainDLQ, DryRun: &no, Max: 100}},
+		{"replay-drain-dlq-stripe-since.json", "drain-dlq-stripe-since", replay.Request{Action: replay.ActionDrainDLQ, DryRun: &yes, Max: 100, Source: key.Source, ReceivedFrom: "2026-12-01T00:00:00Z"}},
+		{"replay-by-key.json", "replay-by-key", replay.Request{Action: replay.ActionReplay, DryRun: &yes, EventKeys: []string{k}}},
+		{"replay-failed-since.json", "replay-failed-since", replay.Request{Action: replay.ActionReplay, DryRun: &yes, Status: string(inbox.StatusFailed), ReceivedFrom: "2026-12-01T00:00:00Z", Max: 100}},
+		{"replay-dead.json", "replay-dead", replay.Request{Action: replay.ActionReplay, DryRun: &yes, Status: string(inbox.StatusDead), Max: 100}},
+		{"replay-stranded.json", "replay-received", replay.Request{Action: replay.ActionReplay, DryRun: &yes, Status: string(inbox.StatusReceived), Max: 100}},
+		{"replay-force.json", "replay-processed-force", replay.Request{Action: replay.ActionReplay, DryRun: &yes, EventKeys: []string{k}, Force: true}},
+		{EventReplaySweep, "sweep", replay.Request{Action: replay.ActionSweep, DryRun: &no, Max: 1000}},
+		{"replay-sweep-preview.json", "sweep-preview", replay.Request{Action: replay.ActionSweep, DryRun: &yes, Max: 1000}},
+		{"replay-inspect.json", "inspect", replay.Request{Action: replay.ActionInspect, EventKey: k}},
+		{"replay-inspect-payload.json", "inspect-with-payload", replay.Request{Action: replay.ActionInspect, EventKey: k, IncludePayload: true}},
+		{"replay-outbox.json", "outbox-for-review", replay.Request{Action: replay.ActionOutbox, Max: 100}},
+		{"replay-outbox-resolve.json", "outbox-resolve", replay.Request{Action: replay.ActionOutboxResolve, DryRun: &yes, OutboxKey: row, Note: "receipt confirmed sent by hand"}},
+		{"replay-outbox-resend.json", "outbox-resend", replay.Request{Action: replay.ActionOutboxResend, DryRun: &yes, OutboxKey: row}},
+	}
 }
 
 // WriteSampleEvents writes SampleEvents into dir.

@@ -292,16 +292,18 @@ func TestBootstrapsUnderRIE(t *testing.T) {
 		// invocation above.
 		var sum replay.Summary
 		replayFn.invoke(t, readEvent(t, local.EventReplayDryRun), &sum)
-		if !sum.DryRun || sum.Examined != 3 || sum.Unreadable != 2 || sum.Moved != 0 || len(sum.Events) != 1 || sum.Events[0] != "stripe##evt_dead" {
+		if !sum.DryRun || sum.Examined != 3 || sum.Counts[replay.OutcomePoison] != 2 || sum.Moved != 0 || len(sum.Events) != 1 || sum.Events[0] != "stripe##evt_dead" {
 			t.Fatalf("dry run: got %+v", sum)
 		}
+		sum = replay.Summary{}
 		replayFn.invoke(t, readEvent(t, local.EventReplayDrain), &sum)
-		if sum.DryRun || sum.Moved != 1 || sum.Unreadable != 2 {
+		if sum.DryRun || sum.Moved != 1 || sum.Counts[replay.OutcomePoison] != 2 {
 			t.Fatalf("drain: got %+v, want 1 moved and the foreign message left", sum)
 		}
 		if ev, err := store.Get(ctx, dead, time.Now()); err != nil || ev.Status != inbox.StatusFailed {
 			t.Fatalf("replayed event: got %+v, %v; want revived to failed", ev, err)
 		}
+		sum = replay.Summary{}
 		replayFn.invoke(t, readEvent(t, local.EventReplaySweep), &sum)
 		if sum.Action != replay.ActionSweep || sum.DryRun || sum.Error != "" || sum.OldestUnfinished == "" {
 			t.Fatalf("sweep: got %+v, want a real sweep reporting the oldest unfinished event", sum)

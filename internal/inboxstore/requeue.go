@@ -128,7 +128,7 @@ type Selection struct {
 	Status   inbox.Status
 	From, To time.Time
 	// Cursor resumes a selection where an earlier page ended ("" from the
-	// start); Selected returns the next one.
+	// start); Select returns the next one.
 	Cursor string
 	Limit  int
 }
@@ -141,10 +141,16 @@ type Selected struct {
 	ReceivedAt time.Time
 }
 
-// Select reads up to sel.Limit events of sel.Status (received, failed or
+// Select reads about sel.Limit events of sel.Status (received, failed or
 // dead) received in [sel.From, sel.To) from the index, shard after shard,
 // and returns them with the cursor of what follows ("" at the end). Dead
 // events whose retention has passed are skipped.
+//
+// A page never ends inside a run of events received in the same
+// millisecond in one shard (it may hold a few more than sel.Limit for
+// it), so a cursor is a shard and a time: everything in the shard up to
+// that millisecond has been returned. It does not depend on any item
+// still being in the index, which replaying a dead event changes.
 func (s *Store) Select(ctx context.Context, sel Selection, now time.Time) ([]Selected, string, error) {
 	prefix := ""
 	switch sel.Status {
@@ -154,7 +160,7 @@ func (s *Store) Select(ctx context.Context, sel Selection, now time.Time) ([]Sel
 	default:
 		return nil, "", fmt.Errorf("select: status %q: want received, failed or dead", sel.Status)
 	}
-	first, after, err := parseCursor(sel.Cursor)
+	first, afterMs, err := parseCursor(sel.Cursor)
 	if err != nil {
 		return nil, "", err
 	}
@@ -162,14 +168,15 @@ func (s *Store) Select(ctx context.Context, sel Selection, now time.Time) ([]Sel
 	if to.IsZero() {
 		to = now.Add(time.Hour)
 	}
+	limit := max(sel.Limit, 1)
 	var out []Selected
 	for sh := first; sh < SweepShards; sh++ {
-		name := prefix + strconv.Itoa(sh)
-		var start map[string]types.AttributeValue
-		if sh == first && after != nil {
-			start = after
-			start["sweep_shard"] = str(name)
+		from := sel.From.UnixMilli()
+		if sh == first && afterMs >= from {
+			from = afterMs + 1
 		}
+		var start map[string]types.AttributeValue
+		last := int64(-1)
 		for {
 			page, err := s.api.Query(ctx, &dynamodb.QueryInput{
 				TableName:                &s.table,
@@ -178,8 +185,8 @@ func (s *Store) Select(ctx context.Context, sel Selection, now time.Time) ([]Sel
 				FilterExpression:         aws.String("#status = :status"),
 				ExpressionAttributeNames: map[string]string{"#status": "status"},
 				ExpressionAttributeValues: map[string]types.AttributeValue{
-					":shard":  str(name),
-					":from":   num(sel.From.UnixMilli()),
+					":shard":  str(prefix + strconv.Itoa(sh)),
+					":from":   num(from),
 					":to":     num(to.UnixMilli() - 1),
 					":status": str(string(sel.Status)),
 				},
@@ -193,19 +200,23 @@ func (s *Store) Select(ctx context.Context, sel Selection, now time.Time) ([]Sel
 				if err := attributevalue.UnmarshalMap(av, &it); err != nil {
 					return out, "", fmt.Errorf("decode index item: %w", err)
 				}
+				if len(out) >= limit && it.ReceivedMs != last {
+					// Full, and at the end of a millisecond's run.
+					return out, cursor(sh, last), nil
+				}
+				last = it.ReceivedMs
 				if it.ExpiresAt != 0 && it.ExpiresAt < now.Unix() {
 					continue
 				}
-				k := splitPK(it.PK)
-				out = append(out, Selected{Key: k, Status: inbox.Status(it.Status), EventType: it.EventType, ReceivedAt: time.UnixMilli(it.ReceivedMs)})
-				if len(out) == sel.Limit {
-					return out, cursor(sh, it.ReceivedMs, it.PK), nil
-				}
+				out = append(out, Selected{Key: splitPK(it.PK), Status: inbox.Status(it.Status), EventType: it.EventType, ReceivedAt: time.UnixMilli(it.ReceivedMs)})
 			}
 			if page.LastEvaluatedKey == nil {
 				break
 			}
 			start = page.LastEvaluatedKey
+		}
+		if len(out) >= limit && sh+1 < SweepShards {
+			return out, cursor(sh+1, -1), nil
 		}
 	}
 	return out, "", nil
@@ -221,24 +232,23 @@ func splitPK(p string) inbox.Key {
 	return inbox.Key{Source: source, Account: account, EventID: id}
 }
 
-// A cursor is "shard/received_ms/pk" of the last item returned.
-func cursor(shard int, receivedMs int64, pk string) string {
-	return strconv.Itoa(shard) + "/" + strconv.FormatInt(receivedMs, 10) + "/" + pk
+// A cursor is "shard/received_ms": the shard to read next, and the
+// receipt time up to which it has been read (-1: none of it).
+func cursor(shard int, receivedMs int64) string {
+	return strconv.Itoa(shard) + "/" + strconv.FormatInt(receivedMs, 10)
 }
 
-func parseCursor(c string) (int, map[string]types.AttributeValue, error) {
+func parseCursor(c string) (int, int64, error) {
 	if c == "" {
-		return 0, nil, nil
+		return 0, -1, nil
 	}
-	parts := strings.SplitN(c, "/", 3)
-	if len(parts) == 3 {
-		sh, err1 := strconv.Atoi(parts[0])
-		ms, err2 := strconv.ParseInt(parts[1], 10, 64)
-		if err1 == nil && err2 == nil && sh >= 0 && sh < SweepShards && strings.HasPrefix(parts[2], eventPrefix) {
-			return sh, map[string]types.AttributeValue{"pk": str(parts[2]), "received_ms": num(ms)}, nil
-		}
+	a, b, ok := strings.Cut(c, "/")
+	sh, err1 := strconv.Atoi(a)
+	ms, err2 := strconv.ParseInt(b, 10, 64)
+	if !ok || err1 != nil || err2 != nil || sh < 0 || sh >= SweepShards || ms < -1 {
+		return 0, 0, fmt.Errorf("select: cursor %q is not one a summary gave", c)
 	}
-	return 0, nil, fmt.Errorf("select: cursor %q is not one a summary gave", c)
+	return sh, ms, nil
 }
 
 // ResolveRow records an operator's review of an outbox row that ended

@@ -192,7 +192,7 @@ func TestSelect(t *testing.T) {
 	if _, _, err := s.Select(ctx, inboxstore.Selection{Status: inbox.StatusProcessed}, now); err == nil {
 		t.Error("a selection of processed events: no error")
 	}
-	if _, _, err := s.Select(ctx, inboxstore.Selection{Status: inbox.StatusDead, Cursor: "3/x/evil", Limit: 1}, now); err == nil {
+	if _, _, err := s.Select(ctx, inboxstore.Selection{Status: inbox.StatusDead, Cursor: "3/x", Limit: 1}, now); err == nil {
 		t.Error("a forged cursor: no error")
 	}
 }

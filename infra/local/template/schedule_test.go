@@ -11,7 +11,7 @@ func TestTemplateSchedules(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(got) != 1 || got[0].Event != "Sweep" || got[0].Every != 5*time.Minute || got[0].Input != `{"action":"sweep","dry_run":false,"limit":1000}` || got[0].Disabled {
+	if len(got) != 1 || got[0].Event != "Sweep" || got[0].Every != 5*time.Minute || got[0].Input != `{"action":"sweep","dry_run":false,"max":1000}` || got[0].Disabled {
 		t.Errorf("ReplayFunction schedules = %+v, want the sweep every 5 minutes, not a dry run", got)
 	}
 	for _, id := range []string{"IngestFunction", "ProcessorFunction"} {
