@@ -111,8 +111,8 @@ func SampleEvents(root string, sources SourcesFile, now time.Time) (map[string][
 		out[e.File] = append(b, '\n')
 	}
 	for name, v := range map[string]any{
-		EventIngest:       ingest,
-		EventProcessor:    batch,
+		EventIngest:    ingest,
+		EventProcessor: batch,
 	} {
 		b, err := json.MarshalIndent(v, "", "  ")
 		if err != nil {
