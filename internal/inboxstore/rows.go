@@ -43,6 +43,11 @@ type rowItem struct {
 	DeliveredTo string `dynamodbav:"delivered_to,omitempty"`
 	// ClaimedFrom is the state the last claim found.
 	ClaimedFrom string `dynamodbav:"claimed_from,omitempty"`
+	// An operator's acts (ResolveRow, ResendRow).
+	Resent       int    `dynamodbav:"resent,omitempty"`
+	ResolvedFrom string `dynamodbav:"resolved_from,omitempty"`
+	Resolution   string `dynamodbav:"resolution,omitempty"`
+	ResolvedAt   string `dynamodbav:"resolved_at,omitempty"`
 }
 
 func decodeRow(av map[string]types.AttributeValue) (outbox.Row, error) {
@@ -56,6 +61,7 @@ func decodeRow(av map[string]types.AttributeValue) (outbox.Row, error) {
 		State: outbox.State(it.Status), Attempts: it.Attempts, LeaseOwner: it.LeaseOwner,
 		LastError: it.LastError, StatusCode: it.StatusCode, CreatedAt: parseTS(it.CreatedAt),
 		UpdatedAt: parseTS(it.UpdatedAt), DeliveredAt: parseTS(it.DeliveredAt), DeliveredTo: it.DeliveredTo,
+		Resent: it.Resent, ResolvedFrom: outbox.State(it.ResolvedFrom), Resolution: it.Resolution, ResolvedAt: parseTS(it.ResolvedAt),
 	}
 	if it.Body == "" {
 		r.Body = nil

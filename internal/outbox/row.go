@@ -81,6 +81,13 @@ type Row struct {
 	// DeliveredTo is "http" for a receiver's 2xx, "log" for a target
 	// configured with no URL.
 	DeliveredTo string
+	// Resent counts an operator's deliberate resends of the row; a
+	// resolved row keeps the state it was resolved from, the operator's
+	// note and when.
+	Resent       int
+	ResolvedFrom State
+	Resolution   string
+	ResolvedAt   time.Time
 }
 
 // Result is what became of one delivery attempt.

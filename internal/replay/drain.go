@@ -38,6 +38,12 @@ func (u *run) drain() error {
 				held = append(held, m.ReceiptHandle)
 				continue
 			}
+			if err := u.outOfTime(); err != nil {
+				for _, rest := range msgs[i:] {
+					held = append(held, rest.ReceiptHandle)
+				}
+				return err
+			}
 			seen[m.ID] = true
 			fresh++
 			u.s.Examined++

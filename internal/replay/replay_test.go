@@ -58,6 +58,8 @@ func drainAll(tb testing.TB, q *queue.Queue) []string {
 type stack struct {
 	store     *inboxstore.Store
 	dlq, main *queue.Queue
+	db        *dynamodb.Client
+	table     string
 }
 
 func mustStack(tb testing.TB) stack {
@@ -81,6 +83,8 @@ func mustStack(tb testing.TB) stack {
 		store: inboxstore.New(db, res.TableName, 24*time.Hour),
 		dlq:   queue.New(client, res.DLQURL),
 		main:  queue.New(client, res.QueueURL),
+		db:    db,
+		table: res.TableName,
 	}
 }
 
@@ -98,9 +102,15 @@ var t0 = time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
 // processed or dead (by message "m-<id>").
 func mustEvent(tb testing.TB, s *inboxstore.Store, id string, status inbox.Status, at time.Time) inbox.Key {
 	tb.Helper()
+	return mustEventOf(tb, s, inbox.Key{Source: "stripe", EventID: id}, "invoice.paid", status, at)
+}
+
+// mustEventOf is mustEvent for any key and event type.
+func mustEventOf(tb testing.TB, s *inboxstore.Store, k inbox.Key, typ string, status inbox.Status, at time.Time) inbox.Key {
+	tb.Helper()
 	ctx := context.Background()
-	k := inbox.Key{Source: "stripe", EventID: id}
-	ev := inbox.Event{Key: k, Kind: "stripe", Type: "invoice.paid", Payload: []byte(`{}`), Status: inbox.StatusReceived, ReceivedAt: at, UpdatedAt: at}
+	id := k.EventID
+	ev := inbox.Event{Key: k, Kind: "stripe", Type: typ, Payload: []byte(`{}`), Status: inbox.StatusReceived, ReceivedAt: at, UpdatedAt: at}
 	if _, err := s.Insert(ctx, ev, at); err != nil {
 		tb.Fatal(err)
 	}

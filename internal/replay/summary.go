@@ -135,7 +135,13 @@ type RowView struct {
 	CreatedAt   string `json:"created_at,omitempty"`
 	UpdatedAt   string `json:"updated_at,omitempty"`
 	DeliveredAt string `json:"delivered_at,omitempty"`
-	Error       string `json:"error,omitempty"`
+	// Resent counts an operator's resends; a resolved row says from what,
+	// with the operator's note.
+	Resent       int    `json:"resent,omitempty"`
+	ResolvedFrom string `json:"resolved_from,omitempty"`
+	Resolution   string `json:"resolution,omitempty"`
+	ResolvedAt   string `json:"resolved_at,omitempty"`
+	Error        string `json:"error,omitempty"`
 }
 
 func stamp(t time.Time) string {
@@ -174,7 +180,8 @@ func viewRow(r outbox.Row) RowView {
 	v := RowView{
 		Key: r.Key, Action: r.Action, Target: r.Target, State: string(r.State), Attempts: r.Attempts,
 		LastError: r.LastError, StatusCode: r.StatusCode, CreatedAt: stamp(r.CreatedAt),
-		UpdatedAt: stamp(r.UpdatedAt), DeliveredAt: stamp(r.DeliveredAt),
+		UpdatedAt: stamp(r.UpdatedAt), DeliveredAt: stamp(r.DeliveredAt), Resent: r.Resent,
+		ResolvedFrom: string(r.ResolvedFrom), Resolution: r.Resolution, ResolvedAt: stamp(r.ResolvedAt),
 	}
 	if r.Event != (inbox.Key{}) {
 		v.Event = r.Event.String()

@@ -1,0 +1,227 @@
+package processor_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-lambda-go/events"
+
+	"github.com/webhook-inbox/webhook-inbox/internal/effects"
+	"github.com/webhook-inbox/webhook-inbox/internal/examples"
+	"github.com/webhook-inbox/webhook-inbox/internal/inbox"
+	"github.com/webhook-inbox/webhook-inbox/internal/outbox"
+	"github.com/webhook-inbox/webhook-inbox/internal/replay"
+)
+
+// The operator's actions (internal/replay) against the shipped examples:
+// whatever an operator replays, the processor's claim and commit decide,
+// so no effect is written twice.
+
+func (b *business) replayer(main *recordingQueue) *replay.Replayer {
+	return &replay.Replayer{Store: b.s, Main: main, SweepAfter: 5 * time.Minute, Logger: slog.New(slog.DiscardHandler), Now: b.clock.now}
+}
+
+func (b *business) run(tb testing.TB, r *replay.Replayer, req replay.Request) replay.Summary {
+	tb.Helper()
+	sum, err := r.Handle(context.Background(), req)
+	if err != nil || sum.Error != "" {
+		tb.Fatalf("%+v: got %+v, %v", req, sum, err)
+	}
+	return sum
+}
+
+// deliver hands the processor the messages an action sent.
+func (b *business) deliver(tb testing.TB, sent *recordingQueue) {
+	tb.Helper()
+	for i, body := range sent.sent {
+		m := events.SQSMessage{MessageId: fmt.Sprintf("replayed-%d", i), Body: body, Attributes: map[string]string{"ApproximateReceiveCount": "1"}}
+		if got := b.handle(tb, b.processor(tb, nil, nil), m); len(got) != 0 {
+			tb.Fatalf("replayed message: retries %v", got)
+		}
+	}
+	sent.sent = nil
+}
+
+// TestForcedRerunDuplicatesNothing: a processed invoice re-run with force
+// is claimed and committed again, and its fact decides: no second fact,
+// no second receipt, the membership and ledger as they were.
+func TestForcedRerunDuplicatesNothing(t *testing.T) {
+	b := newBusiness(t)
+	k := b.insert(t, "stripe", "evt_rerun", "invoice.paid", time.Unix(1764500000, 0), invoiceEvent("evt_rerun", "invoice.paid", "in_rerun", periodEnd))
+	if got := b.handle(t, b.processor(t, nil, nil), sqsMessage(t, "m1", k)); len(got) != 0 {
+		t.Fatalf("first delivery: retries %v", got)
+	}
+	fact := effects.Fact{Kind: examples.InvoicePaidKind, Key: "in_rerun"}.ID()
+	factBefore, memberBefore, ledgerBefore := b.part(t, fact), membership(b, t), ledger(b, t)
+
+	b.clock.advance(10 * time.Minute)
+	sent := &recordingQueue{}
+	r := b.replayer(sent)
+	no := false
+	req := replay.Request{Action: replay.ActionReplay, DryRun: &no, EventKeys: []string{k.String()}}
+	if sum := b.run(t, r, req); sum.Moved != 0 || sum.Counts[replay.OutcomeProcessed] != 1 {
+		t.Fatalf("without force: got %+v; want the processed event left alone", sum)
+	}
+	req.Force = true
+	if sum := b.run(t, r, req); sum.Moved != 1 || sum.Counts[replay.OutcomeRerun] != 1 {
+		t.Fatalf("force: got %+v", sum)
+	}
+	b.deliver(t, sent)
+
+	ev := b.event(t, k)
+	if ev.Status != inbox.StatusProcessed || ev.Outcome != inbox.OutcomeDuplicateEffect || ev.PreviousOutcome != inbox.OutcomeApplied || ev.Reruns != 1 {
+		t.Errorf("after the re-run: status %s, outcome %s, previous %s, reruns %d; want processed, duplicate_effect, applied, 1",
+			ev.Status, ev.Outcome, ev.PreviousOutcome, ev.Reruns)
+	}
+	if requests, accepted := b.rc.counts(); requests != 1 || accepted[receiptKey("in_rerun")] != 1 {
+		t.Errorf("receiver: %d requests, %v; want the one receipt of the first run", requests, accepted)
+	}
+	for name, c := range map[string][2]map[string]any{
+		"fact": {factBefore, b.part(t, fact)}, "membership": {memberBefore, membership(b, t)}, "ledger": {ledgerBefore, ledger(b, t)},
+	} {
+		if fmt.Sprint(c[0]) != fmt.Sprint(c[1]) {
+			t.Errorf("%s changed by the re-run:\nbefore %v\nafter  %v", name, c[0], c[1])
+		}
+	}
+	// Re-run again: still single.
+	if sum := b.run(t, r, req); sum.Counts[replay.OutcomeRerun] != 1 {
+		t.Fatalf("second force: got %+v", sum)
+	}
+	b.deliver(t, sent)
+	if requests, _ := b.rc.counts(); requests != 1 {
+		t.Errorf("receiver after a second re-run: %d requests, want 1", requests)
+	}
+	if ev := b.event(t, k); ev.Reruns != 2 || ev.Outcome != inbox.OutcomeDuplicateEffect {
+		t.Errorf("after the second re-run: %+v", ev)
+	}
+}
+
+// TestInspectShowsWhatAnEventWrote: inspect lists the event's state, the
+// fact and entities its commit wrote as stored, and its outbox row with
+// its state; the payload only when asked for.
+func TestInspectShowsWhatAnEventWrote(t *testing.T) {
+	b := newBusiness(t)
+	payload := invoiceEvent("evt_inspect", "invoice.paid", "in_inspect", periodEnd)
+	k := b.insert(t, "stripe", "evt_inspect", "invoice.paid", time.Unix(1764500000, 0), payload)
+	b.handle(t, b.processor(t, nil, nil), sqsMessage(t, "m1", k))
+
+	r := b.replayer(&recordingQueue{})
+	sum := b.run(t, r, replay.Request{Action: replay.ActionInspect, EventKey: k.String()})
+	v := sum.Event
+	if v == nil || v.Status != "processed" || v.Outcome != "applied" || v.Attempts != 1 || v.Type != "invoice.paid" || v.ProcessedAt == "" || v.Outbox != "settled" {
+		t.Fatalf("inspect: got %+v", v)
+	}
+	if v.Payload != nil || v.PayloadText != "" {
+		t.Error("payload shown without include_payload")
+	}
+	var parts []string
+	for _, p := range v.Parts {
+		if p.Error != "" || len(p.Attributes) == 0 {
+			t.Errorf("part %s: %+v", p.ID, p)
+		}
+		parts = append(parts, p.ID)
+	}
+	slices.Sort(parts)
+	want := []string{
+		effects.Update{Entity: examples.LedgerEntity, Key: "cus_1"}.ID(),
+		effects.Update{Entity: examples.MembershipEntity, Key: "cus_1"}.ID(),
+		effects.Fact{Kind: examples.InvoicePaidKind, Key: "in_inspect"}.ID(),
+	}
+	slices.Sort(want)
+	if !slices.Equal(parts, want) {
+		t.Errorf("parts: got %v, want %v", parts, want)
+	}
+	if len(v.OutboxRows) != 1 || v.OutboxRows[0].Key != receiptKey("in_inspect") || v.OutboxRows[0].State != string(outbox.Delivered) ||
+		v.OutboxRows[0].Target != examples.ReceiptTarget || v.OutboxRows[0].Event != k.String() || v.OutboxRows[0].DeliveredAt == "" {
+		t.Errorf("outbox rows: got %+v", v.OutboxRows)
+	}
+	sum = b.run(t, r, replay.Request{Action: replay.ActionInspect, EventKey: k.String(), IncludePayload: true})
+	var got, sent any
+	if err := json.Unmarshal(sum.Event.Payload, &got); err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(payload, &sent); err != nil {
+		t.Fatal(err)
+	}
+	if fmt.Sprint(got) != fmt.Sprint(sent) {
+		t.Errorf("payload: got %s", sum.Event.Payload)
+	}
+	if _, err := r.Handle(context.Background(), replay.Request{Action: replay.ActionInspect, EventKey: "stripe##evt_never"}); err != nil {
+		t.Fatal(err)
+	} else if sum, _ := r.Handle(context.Background(), replay.Request{Action: replay.ActionInspect, EventKey: "stripe##evt_never"}); sum.Error == "" || sum.Event != nil {
+		t.Errorf("inspect of a missing event: got %+v, want an error saying so", sum)
+	}
+}
+
+// TestOutboxReview: a rejected receipt is listed for review and resent
+// deliberately, delivered once; an unknown one is resolved with a note,
+// never sent again, and leaves the review list.
+func TestOutboxReview(t *testing.T) {
+	b := newBusiness(t)
+	b.rc.set("reject")
+	rejected := b.insert(t, "stripe", "evt_rej", "invoice.paid", time.Unix(1764500000, 0), invoiceEvent("evt_rej", "invoice.paid", "in_rej", periodEnd))
+	b.handle(t, b.processor(t, nil, nil), sqsMessage(t, "m1", rejected))
+	b.rc.set("hang")
+	unknown := b.insert(t, "stripe", "evt_unk", "invoice.paid", time.Unix(1764500001, 0), invoiceEvent("evt_unk", "invoice.paid", "in_unk", periodEnd+1))
+	b.handle(t, b.processor(t, nil, nil), sqsMessage(t, "m2", unknown))
+	b.rc.set("ok")
+	b.clock.advance(10 * time.Minute)
+
+	sent := &recordingQueue{}
+	r := b.replayer(sent)
+	list := b.run(t, r, replay.Request{Action: replay.ActionOutbox})
+	states := map[string]string{}
+	for _, row := range list.Rows {
+		states[row.Key] = row.State
+	}
+	if want := map[string]string{receiptKey("in_rej"): "rejected", receiptKey("in_unk"): "unknown"}; fmt.Sprint(states) != fmt.Sprint(want) {
+		t.Fatalf("for review: got %v, want %v", states, want)
+	}
+
+	// Preview, then resend the rejected receipt.
+	if sum := b.run(t, r, replay.Request{Action: replay.ActionOutboxResend, OutboxKey: receiptKey("in_rej")}); !sum.DryRun || len(sent.sent) != 0 || sum.Counts[replay.OutcomeResent] != 1 {
+		t.Fatalf("resend preview: got %+v, sent %v", sum, sent.sent)
+	}
+	if row, _ := b.s.Row(context.Background(), receiptKey("in_rej")); row.State != outbox.Rejected {
+		t.Fatalf("preview changed the row: %s", row.State)
+	}
+	no := false
+	sum := b.run(t, r, replay.Request{Action: replay.ActionOutboxResend, DryRun: &no, OutboxKey: receiptKey("in_rej")})
+	if sum.Moved != 1 || len(sent.sent) != 1 {
+		t.Fatalf("resend: got %+v", sum)
+	}
+	b.deliver(t, sent)
+	if _, accepted := b.rc.counts(); accepted[receiptKey("in_rej")] != 1 {
+		t.Errorf("receipts accepted: %v, want the resent one once", accepted)
+	}
+	if row, _ := b.s.Row(context.Background(), receiptKey("in_rej")); row.State != outbox.Delivered || row.Resent != 1 {
+		t.Errorf("resent row: got %+v, want delivered", row)
+	}
+	if ev := b.event(t, rejected); ev.Status != inbox.StatusProcessed || ev.OutboxPending {
+		t.Errorf("event after resend: %s, outbox pending %t", ev.Status, ev.OutboxPending)
+	}
+
+	// Resolve the unknown receipt: its receiver confirmed it by hand.
+	sum = b.run(t, r, replay.Request{Action: replay.ActionOutboxResolve, DryRun: &no, OutboxKey: receiptKey("in_unk"), Note: "receiver confirmed"})
+	if sum.Counts[replay.OutcomeResolved] != 1 || len(sum.Rows) != 1 || sum.Rows[0].State != string(outbox.Resolved) || sum.Rows[0].ResolvedFrom != "unknown" || sum.Rows[0].Resolution != "receiver confirmed" || len(sent.sent) != 0 {
+		t.Fatalf("resolve: got %+v", sum)
+	}
+	// Neither is for review now; a second resolve or resend is refused.
+	if list := b.run(t, r, replay.Request{Action: replay.ActionOutbox}); len(list.Rows) != 0 {
+		t.Errorf("for review after: %+v", list.Rows)
+	}
+	for _, a := range []string{replay.ActionOutboxResolve, replay.ActionOutboxResend} {
+		if sum, _ := r.Handle(context.Background(), replay.Request{Action: a, DryRun: &no, OutboxKey: receiptKey("in_unk")}); sum.Error == "" || sum.Counts[replay.OutcomeNotForReview] != 1 {
+			t.Errorf("%s of a resolved row: got %+v, want refused", a, sum)
+		}
+	}
+	requests, _ := b.rc.counts()
+	if requests != 3 {
+		t.Errorf("receiver: %d requests, want 3 (rejected, unanswered, resent)", requests)
+	}
+}
