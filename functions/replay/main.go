@@ -1,6 +1,7 @@
-// Command replay is the operators' Lambda, invoked from the console or the
-// CLI: it drains the dead-letter queue back to the main queue, as a dry run
-// unless the event says "dry_run": false.
+// Command replay is the operators' Lambda, invoked from the console's Test
+// tab, the CLI or `make replay`, and by the sweep's schedule: drain-dlq,
+// replay, sweep, inspect and the outbox review actions of package replay,
+// each a dry run unless the event says "dry_run": false.
 package main
 
 import (

@@ -41,7 +41,8 @@ type Request struct {
 
 // FromV2 normalizes an HTTP API (payload format 2.0) event. Bodies larger
 // than maxBody bytes (after base64 decoding) are refused with
-// ErrBodyTooLarge before they are decoded.
+// ErrBodyTooLarge before they are decoded; the request is returned without
+// its body then, for the refusal's log line.
 func FromV2(e events.APIGatewayV2HTTPRequest, maxBody int) (Request, error) {
 	r := Request{
 		Method:     strings.ToUpper(e.RequestContext.HTTP.Method),
@@ -75,7 +76,7 @@ func FromV2(e events.APIGatewayV2HTTPRequest, maxBody int) (Request, error) {
 	}
 	body, err := decodeBody(e.Body, e.IsBase64Encoded, maxBody)
 	if err != nil {
-		return Request{}, err
+		return r, err
 	}
 	r.Body = body
 	return r, nil
@@ -119,7 +120,7 @@ func FromV1(e events.APIGatewayProxyRequest, maxBody int) (Request, error) {
 	r.RawQuery = r.Query.Encode()
 	body, err := decodeBody(e.Body, e.IsBase64Encoded, maxBody)
 	if err != nil {
-		return Request{}, err
+		return r, err
 	}
 	r.Body = body
 	return r, nil

@@ -64,6 +64,7 @@ func Ingest(cfg config.Config, awsCfg aws.Config, log *slog.Logger) (*ingest.Han
 		Queue:            queue.New(sqs.NewFromConfig(awsCfg), cfg.QueueURL),
 		MaxBodyBytes:     cfg.MaxBodyBytes,
 		Logger:           log,
+		Metrics:          obs.Metrics{Namespace: cfg.MetricsNamespace},
 	})
 }
 
@@ -80,6 +81,7 @@ func Processor(cfg config.Config, awsCfg aws.Config, log *slog.Logger) (*process
 		RetryBase: cfg.RetryBase,
 		RetryCap:  cfg.RetryCap,
 		Logger:    log,
+		Metrics:   obs.Metrics{Namespace: cfg.MetricsNamespace},
 	})
 	if err != nil {
 		return nil, err
@@ -95,6 +97,7 @@ func Processor(cfg config.Config, awsCfg aws.Config, log *slog.Logger) (*process
 		RetryBase:       cfg.RetryBase,
 		RetryCap:        cfg.RetryCap,
 		Logger:          log,
+		Metrics:         obs.Metrics{Namespace: cfg.MetricsNamespace},
 	})
 }
 
@@ -107,5 +110,6 @@ func Replay(cfg config.Config, awsCfg aws.Config, log *slog.Logger) *replay.Repl
 		Store:      inboxstore.New(dynamodb.NewFromConfig(awsCfg), cfg.InboxTable, cfg.Retention),
 		SweepAfter: cfg.SweepAfter,
 		Logger:     log,
+		Metrics:    obs.Metrics{Namespace: cfg.MetricsNamespace},
 	}
 }

@@ -41,6 +41,9 @@ type Config struct {
 	// sent again.
 	ReceiptWebhookURL   string
 	ReceiptRetryUnknown bool
+	// MetricsNamespace is the CloudWatch namespace of the metrics the log
+	// lines publish (Embedded Metric Format); empty turns them off.
+	MetricsNamespace string
 }
 
 // Need names the settings a function requires.
@@ -113,6 +116,10 @@ func Load(getenv func(string) string, need Need) (Config, error) {
 		c.ReceiptRetryUnknown = true
 	default:
 		errs = append(errs, fmt.Errorf("RECEIPT_RETRY_UNKNOWN %q: want true or false", v))
+	}
+	c.MetricsNamespace = strings.TrimSpace(getenv("METRICS_NAMESPACE"))
+	if err := obs.CheckNamespace(c.MetricsNamespace); err != nil {
+		errs = append(errs, fmt.Errorf("METRICS_NAMESPACE: %w", err))
 	}
 	lvl, err := obs.ParseLevel(getenv("LOG_LEVEL"))
 	if err != nil {

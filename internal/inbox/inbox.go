@@ -66,6 +66,10 @@ var (
 	// ErrUnavailable wraps failures of the store or queue that a retry may cure
 	// (throttling, timeouts, 5xx). The HTTP edge answers 503 for it.
 	ErrUnavailable = errors.New("inbox: dependency unavailable")
+	// ErrConflict (always with ErrUnavailable) means a commit was
+	// cancelled by concurrent transactions on the same items, each time it
+	// was retried.
+	ErrConflict = errors.New("inbox: transaction conflict")
 )
 
 // Key identifies one provider event: source + account + the provider's own

@@ -294,7 +294,7 @@ func strs(ss []string) []types.AttributeValue {
 
 // errConflict marks a transaction cancelled by a concurrent one on the same
 // items: worth an immediate retry.
-var errConflict = errors.New("transaction conflict")
+var errConflict = inbox.ErrConflict
 
 // cancelled classifies a failed transaction. Its cancellation reasons come
 // in the order of the transaction's items: the plan's facts, updates and

@@ -52,7 +52,10 @@ type Config struct {
 	Queue            Queue
 	MaxBodyBytes     int
 	Logger           *slog.Logger
-	Now              func() time.Time
+	// Metrics, if it has a namespace, makes each request's log line
+	// publish the Webhooks metric (see metricAttrs).
+	Metrics obs.Metrics
+	Now     func() time.Time
 }
 
 // Handler is the ingest Lambda's handler.
@@ -144,6 +147,7 @@ func (h *Handler) serve(ctx context.Context, req apigw.Request, reqErr error, st
 	if res.events > 1 {
 		attrs = append(attrs, "events", res.events)
 	}
+	attrs = append(attrs, h.metricAttrs(req, res)...)
 	switch {
 	case res.status >= 500:
 		log.Error("webhook", append(attrs, "error", obs.Clip(res.err.Error(), errorClipBytes))...)
@@ -176,6 +180,25 @@ type statusBody struct {
 
 func fail(status int, outcome, msg string, err error) result {
 	return result{status: status, body: errorBody{msg}, outcome: outcome, err: err}
+}
+
+// metricAttrs publishes one Webhooks count per request, by Source (a
+// configured source, "unknown" for any other name: the path is the
+// client's) and Outcome (accepted, duplicate, rejected for a signature,
+// invalid for a malformed body, too_large, unknown_source, unavailable
+// for a 503, method_not_allowed, handshake), and by Outcome alone.
+func (h *Handler) metricAttrs(req apigw.Request, res result) []any {
+	if h.cfg.Metrics.Namespace == "" {
+		return nil
+	}
+	src := "unknown"
+	if s, err := h.cfg.Sources.Lookup(req.PathParams["source"], req.PathParams["account"]); err == nil {
+		src = s.Name
+	}
+	return h.cfg.Metrics.Attrs(
+		[]obs.Dimension{{Name: "Source", Value: src}, {Name: "Outcome", Value: res.outcome}},
+		[][]string{{"Source", "Outcome"}, {"Outcome"}},
+		obs.Count("Webhooks"))
 }
 
 func (h *Handler) handle(ctx context.Context, req apigw.Request, now time.Time) result {

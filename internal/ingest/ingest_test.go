@@ -18,6 +18,7 @@ import (
 
 	"github.com/webhook-inbox/webhook-inbox/internal/inbox"
 	"github.com/webhook-inbox/webhook-inbox/internal/obs"
+	"github.com/webhook-inbox/webhook-inbox/internal/obs/emftest"
 	"github.com/webhook-inbox/webhook-inbox/internal/signature"
 	"github.com/webhook-inbox/webhook-inbox/internal/source"
 )
@@ -93,6 +94,7 @@ func newFixture(tb testing.TB) *fixture {
 		Queue:            f.queue,
 		MaxBodyBytes:     4096,
 		Logger:           slog.New(slog.NewJSONHandler(f.logs, nil)),
+		Metrics:          obs.Metrics{Namespace: "WebhookInbox", Now: func() time.Time { return testNow }},
 		Now:              func() time.Time { return testNow },
 	})
 	if err != nil {
@@ -615,6 +617,47 @@ func TestLogsClipClientStrings(t *testing.T) {
 			}
 			if e, _ := line["error"].(string); !strings.Contains(e, "…(+") || len(e) > 1100 {
 				t.Errorf("error: got %d bytes %.200q, want it clipped", len(e), e)
+			}
+		})
+	}
+}
+
+// TestMetricsByOutcome: each request's line is valid EMF counting one
+// webhook by Source and Outcome, and by Outcome; a source that is not
+// configured counts as "unknown", whatever the path said.
+func TestMetricsByOutcome(t *testing.T) {
+	signed := signedRequest(invoiceBody, testSecret, testNow)
+	for _, tt := range []struct {
+		name, source, outcome string
+		edit                  func(*events.APIGatewayV2HTTPRequest, *fixture)
+	}{
+		{"accepted", "stripe", "accepted", func(*events.APIGatewayV2HTTPRequest, *fixture) {}},
+		{"duplicate", "stripe", "duplicate", func(r *events.APIGatewayV2HTTPRequest, f *fixture) { do(t, f, *r); f.logs.Reset() }},
+		{"signature", "stripe", "rejected", func(r *events.APIGatewayV2HTTPRequest, _ *fixture) {
+			*r = signedRequest(invoiceBody, "whsec_wrong", testNow)
+		}},
+		{"malformed", "stripe", "invalid", func(r *events.APIGatewayV2HTTPRequest, _ *fixture) {
+			*r = signedRequest("not json", testSecret, testNow)
+		}},
+		{"too large", "stripe", "too_large", func(r *events.APIGatewayV2HTTPRequest, _ *fixture) { r.Body = strings.Repeat("x", 5000) }},
+		{"unknown source", "unknown", "unknown_source", func(r *events.APIGatewayV2HTTPRequest, _ *fixture) {
+			r.PathParameters = map[string]string{"source": "attacker-chosen-name"}
+		}},
+		{"unavailable", "stripe", "unavailable", func(_ *events.APIGatewayV2HTTPRequest, f *fixture) { f.store.err = inbox.ErrUnavailable }},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			f := newFixture(t)
+			req := signed
+			tt.edit(&req, f)
+			do(t, f, req)
+			lines, err := emftest.Lines(f.logs.Bytes())
+			if err != nil || len(lines) != 1 {
+				t.Fatalf("got %d lines, %v\n%s", len(lines), err, f.logs)
+			}
+			l := lines[0]
+			if l.Msg != "webhook" || !l.HasSets([]string{"Source", "Outcome"}, []string{"Outcome"}) || l.Values["Source"] != tt.source ||
+				l.Values["Outcome"] != tt.outcome || l.Metrics["Webhooks"] != 1 || l.Units["Webhooks"] != "Count" {
+				t.Errorf("got %+v, want one webhook of %s/%s", l, tt.source, tt.outcome)
 			}
 		})
 	}

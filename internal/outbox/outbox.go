@@ -29,6 +29,7 @@ import (
 	"time"
 
 	"github.com/webhook-inbox/webhook-inbox/internal/inbox"
+	"github.com/webhook-inbox/webhook-inbox/internal/obs"
 )
 
 // Store is the outbox as the deliverer needs it; see inboxstore.Store for
@@ -83,7 +84,10 @@ type Config struct {
 	// a delay drawn from [d/2, d], d = min(RetryCap, RetryBase·2^(n-1)).
 	RetryBase, RetryCap time.Duration
 	Logger              *slog.Logger
-	Now                 func() time.Time
+	// Metrics, if it has a namespace, makes each row's log line publish
+	// the OutboxRows metric (see metricAttrs).
+	Metrics obs.Metrics
+	Now     func() time.Time
 	// Rand returns a number in [0, 1) for the backoff's jitter.
 	Rand func() float64
 }
@@ -267,12 +271,32 @@ func (d *Deliverer) one(work, book context.Context, ev inbox.Key, i int, key, ow
 	if res.Cause != "" {
 		attrs = append(attrs, "cause", res.Cause)
 	}
+	attrs = append(attrs, d.metricAttrs(prev, res.State)...)
 	if res.State.ForReview() {
 		d.cfg.Logger.Warn("outbox row", attrs...)
 	} else {
 		d.cfg.Logger.Info("outbox row", attrs...)
 	}
 	return res.State, res.RetryAt, sent, nil
+}
+
+// metricAttrs publishes one OutboxRows count per delivery attempt
+// recorded, by Target (as the handler named it: code, not input) and
+// State (delivered, failed, rejected, unknown, dead), and by State alone;
+// a delivered row adds DeliveryLatency, from its commit to its delivery.
+func (d *Deliverer) metricAttrs(row Row, state State) []any {
+	if d.cfg.Metrics.Namespace == "" {
+		return nil
+	}
+	metrics := []obs.Metric{obs.Count("OutboxRows")}
+	if state == Delivered && !row.CreatedAt.IsZero() {
+		ms := float64(d.cfg.Now().Sub(row.CreatedAt).Microseconds()) / 1000
+		metrics = append(metrics, obs.Metric{Name: "DeliveryLatency", Unit: obs.UnitMilliseconds, Value: max(ms, 0)})
+	}
+	return d.cfg.Metrics.Attrs(
+		[]obs.Dimension{{Name: "Target", Value: row.Target}, {Name: "State", Value: string(state)}},
+		[][]string{{"Target", "State"}, {"State"}},
+		metrics...)
 }
 
 // longestTimeout is the longest call any target may make.

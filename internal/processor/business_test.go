@@ -24,6 +24,7 @@ import (
 	"github.com/webhook-inbox/webhook-inbox/internal/examples"
 	"github.com/webhook-inbox/webhook-inbox/internal/inbox"
 	"github.com/webhook-inbox/webhook-inbox/internal/inboxstore"
+	"github.com/webhook-inbox/webhook-inbox/internal/obs"
 	"github.com/webhook-inbox/webhook-inbox/internal/outbox"
 	"github.com/webhook-inbox/webhook-inbox/internal/processor"
 	"github.com/webhook-inbox/webhook-inbox/internal/replay"
@@ -107,6 +108,8 @@ type business struct {
 	dlq   *recordingQueue
 	logs  *bytes.Buffer
 	mu    sync.Mutex
+	// metrics is what the processor and outbox publish in their lines.
+	metrics obs.Metrics
 }
 
 func newBusiness(tb testing.TB) *business {
@@ -128,14 +131,14 @@ func (b *business) processor(tb testing.TB, store outbox.Store, routes processor
 	d, err := outbox.New(outbox.Config{
 		Store:   store,
 		Targets: map[string]outbox.Target{examples.ReceiptTarget: {URL: b.rc.srv.URL + "/receipts", Timeout: 500 * time.Millisecond}},
-		Logger:  log, Now: b.clock.now,
+		Logger:  log, Now: b.clock.now, Metrics: b.metrics,
 	})
 	if err != nil {
 		tb.Fatal(err)
 	}
 	p, err := processor.New(processor.Config{
 		Store: b.s, Outbox: d, DeadLetters: b.dlq, Visibility: nopVisibility{}, Routes: routes,
-		MaxReceiveCount: 5, Logger: log, Now: b.clock.now,
+		MaxReceiveCount: 5, Logger: log, Now: b.clock.now, Metrics: b.metrics,
 	})
 	if err != nil {
 		tb.Fatal(err)

@@ -14,6 +14,8 @@ import (
 	"github.com/webhook-inbox/webhook-inbox/internal/effects"
 	"github.com/webhook-inbox/webhook-inbox/internal/examples"
 	"github.com/webhook-inbox/webhook-inbox/internal/inbox"
+	"github.com/webhook-inbox/webhook-inbox/internal/obs"
+	"github.com/webhook-inbox/webhook-inbox/internal/obs/emftest"
 	"github.com/webhook-inbox/webhook-inbox/internal/outbox"
 	"github.com/webhook-inbox/webhook-inbox/internal/replay"
 )
@@ -223,5 +225,75 @@ func TestOutboxReview(t *testing.T) {
 	requests, _ := b.rc.counts()
 	if requests != 3 {
 		t.Errorf("receiver: %d requests, want 3 (rejected, unanswered, resent)", requests)
+	}
+}
+
+// TestMetricsInLogLines: with a namespace, every record line, outbox row
+// line and sweep line is valid EMF with its documented dimensions, and the
+// counts add up to what happened.
+func TestMetricsInLogLines(t *testing.T) {
+	b := newBusiness(t)
+	b.metrics = obs.Metrics{Namespace: "WebhookInbox", Now: b.clock.now}
+	paid := b.insert(t, "stripe", "evt_m1", "invoice.paid", time.Unix(1764500000, 0), invoiceEvent("evt_m1", "invoice.paid", "in_m1", periodEnd))
+	p := b.processor(t, nil, nil)
+	b.handle(t, p, sqsMessage(t, "m1", paid))
+	b.handle(t, p, sqsMessage(t, "m1-again", paid))
+	b.rc.set("reject")
+	rej := b.insert(t, "stripe", "evt_m2", "invoice.paid", time.Unix(1764500001, 0), invoiceEvent("evt_m2", "invoice.paid", "in_m2", periodEnd+1))
+	b.handle(t, p, sqsMessage(t, "m2", rej))
+	b.handle(t, p, events.SQSMessage{MessageId: "poison", Body: "not ours", Attributes: map[string]string{"ApproximateReceiveCount": "1"}})
+	r := b.replayer(&recordingQueue{})
+	r.Logger, r.Metrics = slog.New(slog.NewJSONHandler(&lockedBuffer{b: b.logs, mu: &b.mu}, nil)), b.metrics
+	no := false
+	b.run(t, r, replay.Request{Action: replay.ActionSweep, DryRun: &no})
+
+	b.mu.Lock()
+	logs := slices.Clone(b.logs.Bytes())
+	b.mu.Unlock()
+	lines, err := emftest.Lines(logs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	records, rows := map[string]float64{}, map[string]float64{}
+	var sweeps int
+	for _, l := range lines {
+		if l.Namespace != "WebhookInbox" {
+			t.Errorf("namespace %q", l.Namespace)
+		}
+		switch l.Msg {
+		case "record":
+			if !l.HasSets([]string{"Source", "Outcome"}, []string{"Outcome"}) {
+				t.Errorf("record dimensions: %v", l.Dimensions)
+			}
+			records[l.Values["Source"]+"/"+l.Values["Outcome"]] += l.Metrics["Records"]
+		case "outbox row":
+			if !l.HasSets([]string{"Target", "State"}, []string{"State"}) {
+				t.Errorf("outbox dimensions: %v", l.Dimensions)
+			}
+			rows[l.Values["State"]] += l.Metrics["OutboxRows"]
+			if _, ok := l.Metrics["DeliveryLatency"]; ok != (l.Values["State"] == "delivered") || l.Units["DeliveryLatency"] != map[bool]string{true: "Milliseconds"}[ok] {
+				t.Errorf("delivery latency on a %s row: %v", l.Values["State"], l.Metrics)
+			}
+		case "replay":
+			sweeps++
+			if !l.HasSets([]string{"Action"}) || l.Values["Action"] != "sweep" || l.Units["OldestUnfinishedAge"] != "Seconds" {
+				t.Errorf("sweep line: %+v", l)
+			}
+			if _, ok := l.Metrics["OutboxForReview"]; !ok || l.Metrics["OutboxForReview"] != 1 {
+				t.Errorf("sweep: outbox for review %v, want 1 (the rejected receipt)", l.Metrics)
+			}
+		default:
+			t.Errorf("metrics on an undocumented line %q", l.Msg)
+		}
+	}
+	want := map[string]float64{"stripe/applied": 2, "stripe/already_processed": 1, "unknown/poison": 1}
+	if fmt.Sprint(records) != fmt.Sprint(want) {
+		t.Errorf("records: got %v, want %v", records, want)
+	}
+	if fmt.Sprint(rows) != fmt.Sprint(map[string]float64{"delivered": 1, "rejected": 1}) {
+		t.Errorf("outbox rows: got %v", rows)
+	}
+	if sweeps != 1 {
+		t.Errorf("%d sweep lines", sweeps)
 	}
 }

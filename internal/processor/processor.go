@@ -125,7 +125,10 @@ type Config struct {
 	// With a deadline (always, in Lambda) the lease ends shortly after it.
 	Lease  time.Duration
 	Logger *slog.Logger
-	Now    func() time.Time
+	// Metrics, if it has a namespace, makes each record's log line publish
+	// the Records metric (see metricAttrs).
+	Metrics obs.Metrics
+	Now     func() time.Time
 	// Rand returns a number in [0, 1) for the backoff's jitter.
 	Rand func() float64
 }
@@ -249,6 +252,9 @@ type recordResult struct {
 	// outbox is what delivery left of the event's outbox rows, if it has
 	// any: "settled" or "pending".
 	outbox string
+	// attempt is the event's attempt count after this record's claim, 0
+	// when it claimed nothing.
+	attempt int
 }
 
 type finished struct {
@@ -349,9 +355,13 @@ collect:
 		if res.outbox != "" {
 			attrs = append(attrs, "outbox", res.outbox)
 		}
+		if res.attempt > 0 {
+			attrs = append(attrs, "attempt", res.attempt)
+		}
 		if res.err != nil {
 			attrs = append(attrs, "error", res.err.Error())
 		}
+		attrs = append(attrs, p.metricAttrs(res)...)
 		switch {
 		case res.retry:
 			resp.BatchItemFailures = append(resp.BatchItemFailures, events.SQSBatchItemFailure{ItemIdentifier: rec.MessageId})
@@ -363,6 +373,34 @@ collect:
 		}
 	}
 	return resp, nil
+}
+
+// metricAttrs publishes one Records count per record, by Source (of a
+// stored event; "unknown" for a message whose event was not read) and
+// Outcome (the line's outcome: applied, ignored, duplicate_effect, stale,
+// retry for a failed attempt, dead, unstarted and unfinished for the
+// deadline's cut-offs, poison, orphan…), and by Outcome alone; with the
+// claim's Attempt, and CommitConflicts when the commit gave up on
+// concurrent transactions.
+func (p *Processor) metricAttrs(res *recordResult) []any {
+	if p.cfg.Metrics.Namespace == "" {
+		return nil
+	}
+	src := "unknown"
+	if res.eventType != "" {
+		src = res.key.Source
+	}
+	metrics := []obs.Metric{obs.Count("Records")}
+	if res.attempt > 0 {
+		metrics = append(metrics, obs.Metric{Name: "Attempt", Unit: obs.UnitNone, Value: float64(res.attempt)})
+	}
+	if errors.Is(res.err, inbox.ErrConflict) {
+		metrics = append(metrics, obs.Count("CommitConflicts"))
+	}
+	return p.cfg.Metrics.Attrs(
+		[]obs.Dimension{{Name: "Source", Value: src}, {Name: "Outcome", Value: res.outcome}},
+		[][]string{{"Source", "Outcome"}, {"Outcome"}},
+		metrics...)
 }
 
 // cutOff is the result of a record the invocation's deadline stopped:
@@ -437,6 +475,7 @@ func (p *Processor) record(work, book context.Context, inv invocation, j *job) r
 	case err != nil:
 		return p.failed(work, book, j, k, res, err)
 	}
+	res.attempt = ev.Attempts
 	if tries := ev.Attempts - ev.RevivedAttempts; tries > p.cfg.MaxAttempts {
 		return p.dead(work, book, j, k, res, fmt.Errorf("%d attempts, over the budget of %d: not tried again", tries, p.cfg.MaxAttempts))
 	}

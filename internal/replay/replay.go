@@ -50,6 +50,7 @@ import (
 
 	"github.com/webhook-inbox/webhook-inbox/internal/inbox"
 	"github.com/webhook-inbox/webhook-inbox/internal/inboxstore"
+	"github.com/webhook-inbox/webhook-inbox/internal/obs"
 	"github.com/webhook-inbox/webhook-inbox/internal/outbox"
 	"github.com/webhook-inbox/webhook-inbox/internal/queue"
 )
@@ -91,6 +92,9 @@ const (
 	// MaxListed bounds the keys and rows a summary lists, so the console
 	// shows it whole.
 	MaxListed = 100
+	// MaxReviewCounted bounds the outbox rows for review the sweep counts
+	// (its OutboxForReview gauge).
+	MaxReviewCounted = 1000
 	// maxParts bounds the parts inspect reads for one event.
 	maxParts = 50
 	// hold keeps examined messages invisible for the rest of the run, so a
@@ -136,6 +140,9 @@ type Replayer struct {
 	// Reserve is the time kept back for the summary; zero means
 	// DefaultReserve.
 	Reserve time.Duration
+	// Metrics, if it has a namespace, makes each summary's log line
+	// publish its metrics (see metricAttrs).
+	Metrics obs.Metrics
 	// Progress, if set, is called with the summary so far after each item
 	// (the CLI prints it on long actions).
 	Progress func(Summary)
@@ -195,13 +202,35 @@ func (r *Replayer) log(s Summary) {
 		attrs = append(attrs, "stopped", s.Stopped)
 	}
 	if s.Action == ActionSweep {
-		attrs = append(attrs, "oldest_unfinished", s.OldestUnfinished, "oldest_unfinished_age_seconds", s.OldestUnfinishedAgeSeconds)
+		attrs = append(attrs, "oldest_unfinished", s.OldestUnfinished, "oldest_unfinished_age_seconds", s.OldestUnfinishedAgeSeconds,
+			"outbox_for_review", s.OutboxForReview)
 	}
+	attrs = append(attrs, r.metricAttrs(s)...)
 	if s.Error != "" {
 		r.Logger.Error("replay", append(attrs, "error", s.Error)...)
 	} else {
 		r.Logger.Info("replay", attrs...)
 	}
+}
+
+// metricAttrs publishes, by Action, the items a run Examined and the
+// messages it Moved to the main queue; the sweep adds the gauges its
+// schedule keeps current: OldestUnfinishedAge (0 with none unfinished)
+// and OutboxForReview, the outbox rows waiting for an operator.
+func (r *Replayer) metricAttrs(s Summary) []any {
+	if r.Metrics.Namespace == "" || s.Action == "" {
+		return nil
+	}
+	metrics := []obs.Metric{
+		{Name: "Examined", Unit: obs.UnitCount, Value: float64(s.Examined)},
+		{Name: "Moved", Unit: obs.UnitCount, Value: float64(s.Moved)},
+	}
+	if s.Action == ActionSweep && s.Error == "" {
+		metrics = append(metrics,
+			obs.Metric{Name: "OldestUnfinishedAge", Unit: obs.UnitSeconds, Value: s.OldestUnfinishedAgeSeconds},
+			obs.Metric{Name: "OutboxForReview", Unit: obs.UnitCount, Value: float64(s.OutboxForReview)})
+	}
+	return r.Metrics.Attrs([]obs.Dimension{{Name: "Action", Value: s.Action}}, [][]string{{"Action"}}, metrics...)
 }
 
 func (r *Replayer) now() time.Time {

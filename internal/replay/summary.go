@@ -33,6 +33,9 @@ type Summary struct {
 	// (sweep).
 	OldestUnfinished           string  `json:"oldest_unfinished,omitempty"`
 	OldestUnfinishedAgeSeconds float64 `json:"oldest_unfinished_age_seconds,omitempty"`
+	// OutboxForReview counts the outbox rows waiting for an operator
+	// (rejected, unknown, dead), up to MaxReviewCounted (sweep).
+	OutboxForReview int `json:"outbox_for_review,omitempty"`
 	// Event is what inspect found.
 	Event *EventView `json:"event,omitempty"`
 	// Rows are the outbox rows listed for review, or the one resolved or

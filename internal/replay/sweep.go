@@ -36,6 +36,11 @@ func (u *run) sweep() error {
 		s.OldestUnfinished = oldest.Key.String()
 		s.OldestUnfinishedAgeSeconds = now.Sub(oldest.ReceivedAt).Seconds()
 	}
+	review, err := u.r.Store.ForReview(u.ctx, MaxReviewCounted)
+	if err != nil {
+		return err
+	}
+	s.OutboxForReview = len(review)
 	overdue, err := u.r.Store.Overdue(u.ctx, now.Add(-after), u.q.max)
 	if err != nil {
 		return err
