@@ -10,6 +10,8 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"reflect"
+	"strings"
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
@@ -52,20 +54,9 @@ func SampleEvents(root string, sources SourcesFile, now time.Time) (map[string][
 	if err != nil {
 		return nil, err
 	}
-	body, err := os.ReadFile(filepath.Join(root, SampleStripeEvent))
+	body, key, invoice, err := sampleStripe(root)
 	if err != nil {
 		return nil, err
-	}
-	var id struct {
-		ID   string `json:"id"`
-		Data struct {
-			Object struct {
-				ID string `json:"id"`
-			} `json:"object"`
-		} `json:"data"`
-	}
-	if err := json.Unmarshal(body, &id); err != nil || id.ID == "" {
-		return nil, fmt.Errorf("%s: no event id", SampleStripeEvent)
 	}
 
 	r := httptest.NewRequest(http.MethodPost, "https://0123456789.execute-api.us-east-1.amazonaws.com/webhooks/stripe", bytes.NewReader(body))
@@ -79,7 +70,7 @@ func SampleEvents(root string, sources SourcesFile, now time.Time) (map[string][
 	}
 	ingest.RequestContext.RequestID = "Sx1mPhLvIAMEVKQ="
 
-	msg, err := inbox.EncodeMessage(inbox.Key{Source: "stripe", EventID: id.ID})
+	msg, err := inbox.EncodeMessage(key)
 	if err != nil {
 		return nil, err
 	}
@@ -103,7 +94,7 @@ func SampleEvents(root string, sources SourcesFile, now time.Time) (map[string][
 	}}
 
 	out := map[string][]byte{}
-	for _, e := range ReplayEvents(inbox.Key{Source: "stripe", EventID: id.ID}, id.Data.Object.ID) {
+	for _, e := range ReplayEvents(key, invoice) {
 		b, err := json.MarshalIndent(e.Request, "", "  ")
 		if err != nil {
 			return nil, err
@@ -121,6 +112,89 @@ func SampleEvents(root string, sources SourcesFile, now time.Time) (map[string][
 		out[name] = append(b, '\n')
 	}
 	return out, nil
+}
+
+// sampleStripe reads the sample Stripe event: its body, its key and the
+// invoice it pays.
+func sampleStripe(root string) ([]byte, inbox.Key, string, error) {
+	body, err := os.ReadFile(filepath.Join(root, SampleStripeEvent))
+	if err != nil {
+		return nil, inbox.Key{}, "", err
+	}
+	var id struct {
+		ID   string `json:"id"`
+		Data struct {
+			Object struct {
+				ID string `json:"id"`
+			} `json:"object"`
+		} `json:"data"`
+	}
+	if err := json.Unmarshal(body, &id); err != nil || id.ID == "" || id.Data.Object.ID == "" {
+		return nil, inbox.Key{}, "", fmt.Errorf("%s: no event or invoice id", SampleStripeEvent)
+	}
+	return body, inbox.Key{Source: "stripe", EventID: id.ID}, id.Data.Object.ID, nil
+}
+
+// SampleReplayEvents are ReplayEvents for the sample Stripe event.
+func SampleReplayEvents(root string) ([]ReplayEvent, error) {
+	_, key, invoice, err := sampleStripe(root)
+	if err != nil {
+		return nil, err
+	}
+	return ReplayEvents(key, invoice), nil
+}
+
+// TestEventSchema is the content of the template's shareable test events
+// for the replay function (an AWS::EventSchemas::Schema in the
+// lambda-testevent-schemas registry, the one the Lambda console's Test tab
+// reads): an OpenAPI 3 document whose Event schema is the replay request
+// and whose examples are evs, by name. `go run ./infra/local/cmd/events
+// -schema` prints it for template.yaml; template_test compares the two.
+func TestEventSchema(evs []ReplayEvent) ([]byte, error) {
+	props := map[string]any{}
+	t := reflect.TypeOf(replay.Request{})
+	for i := range t.NumField() {
+		f := t.Field(i)
+		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+		typ := f.Type
+		if typ.Kind() == reflect.Pointer {
+			typ = typ.Elem()
+		}
+		switch typ.Kind() {
+		case reflect.String:
+			props[name] = map[string]any{"type": "string"}
+		case reflect.Bool:
+			props[name] = map[string]any{"type": "boolean"}
+		case reflect.Int:
+			props[name] = map[string]any{"type": "integer"}
+		case reflect.Slice:
+			props[name] = map[string]any{"type": "array", "items": map[string]any{"type": "string"}}
+		default:
+			return nil, fmt.Errorf("replay.Request.%s: no schema type for %s", f.Name, typ)
+		}
+	}
+	examples := map[string]any{}
+	for _, e := range evs {
+		var v any
+		b, err := json.Marshal(e.Request)
+		if err == nil {
+			err = json.Unmarshal(b, &v)
+		}
+		if err != nil {
+			return nil, err
+		}
+		examples[e.Name] = map[string]any{"value": v}
+	}
+	doc := map[string]any{
+		"openapi": "3.0.0",
+		"info":    map[string]any{"version": "1.0.0", "title": "Event"},
+		"paths":   map[string]any{},
+		"components": map[string]any{
+			"schemas":  map[string]any{"Event": map[string]any{"type": "object", "additionalProperties": false, "properties": props}},
+			"examples": examples,
+		},
+	}
+	return json.MarshalIndent(doc, "", "  ")
 }
 
 // ReplayEvent is one of the replay function's test events: a file in

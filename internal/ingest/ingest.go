@@ -186,7 +186,7 @@ func fail(status int, outcome, msg string, err error) result {
 // configured source, "unknown" for any other name: the path is the
 // client's) and Outcome (accepted, duplicate, rejected for a signature,
 // invalid for a malformed body, too_large, unknown_source, unavailable
-// for a 503, method_not_allowed, handshake), and by Outcome alone.
+// for a 503, method_not_allowed, handshake), by Outcome alone and in all.
 func (h *Handler) metricAttrs(req apigw.Request, res result) []any {
 	if h.cfg.Metrics.Namespace == "" {
 		return nil
@@ -197,7 +197,7 @@ func (h *Handler) metricAttrs(req apigw.Request, res result) []any {
 	}
 	return h.cfg.Metrics.Attrs(
 		[]obs.Dimension{{Name: "Source", Value: src}, {Name: "Outcome", Value: res.outcome}},
-		[][]string{{"Source", "Outcome"}, {"Outcome"}},
+		[][]string{{"Source", "Outcome"}, {"Outcome"}, {}},
 		obs.Count("Webhooks"))
 }
 

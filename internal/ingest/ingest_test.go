@@ -655,7 +655,7 @@ func TestMetricsByOutcome(t *testing.T) {
 				t.Fatalf("got %d lines, %v\n%s", len(lines), err, f.logs)
 			}
 			l := lines[0]
-			if l.Msg != "webhook" || !l.HasSets([]string{"Source", "Outcome"}, []string{"Outcome"}) || l.Values["Source"] != tt.source ||
+			if l.Msg != "webhook" || !l.HasSets([]string{"Source", "Outcome"}, []string{"Outcome"}, []string{}) || l.Values["Source"] != tt.source ||
 				l.Values["Outcome"] != tt.outcome || l.Metrics["Webhooks"] != 1 || l.Units["Webhooks"] != "Count" {
 				t.Errorf("got %+v, want one webhook of %s/%s", l, tt.source, tt.outcome)
 			}

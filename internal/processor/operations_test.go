@@ -262,7 +262,7 @@ func TestMetricsInLogLines(t *testing.T) {
 		}
 		switch l.Msg {
 		case "record":
-			if !l.HasSets([]string{"Source", "Outcome"}, []string{"Outcome"}) {
+			if !l.HasSets([]string{"Source", "Outcome"}, []string{"Outcome"}, []string{}) {
 				t.Errorf("record dimensions: %v", l.Dimensions)
 			}
 			records[l.Values["Source"]+"/"+l.Values["Outcome"]] += l.Metrics["Records"]

@@ -379,7 +379,7 @@ collect:
 // stored event; "unknown" for a message whose event was not read) and
 // Outcome (the line's outcome: applied, ignored, duplicate_effect, stale,
 // retry for a failed attempt, dead, unstarted and unfinished for the
-// deadline's cut-offs, poison, orphan…), and by Outcome alone; with the
+// deadline's cut-offs, poison, orphan…), by Outcome alone and in all (the dead rate's denominator); with the
 // claim's Attempt, and CommitConflicts when the commit gave up on
 // concurrent transactions.
 func (p *Processor) metricAttrs(res *recordResult) []any {
@@ -399,7 +399,7 @@ func (p *Processor) metricAttrs(res *recordResult) []any {
 	}
 	return p.cfg.Metrics.Attrs(
 		[]obs.Dimension{{Name: "Source", Value: src}, {Name: "Outcome", Value: res.outcome}},
-		[][]string{{"Source", "Outcome"}, {"Outcome"}},
+		[][]string{{"Source", "Outcome"}, {"Outcome"}, {}},
 		metrics...)
 }
 

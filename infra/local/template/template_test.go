@@ -129,7 +129,7 @@ func TestTemplateProcessorEventSource(t *testing.T) {
 
 func TestTemplateFunctions(t *testing.T) {
 	tpl := mustLoad(t)
-	common := []string{"DLQ_URL", "INBOX_TABLE", "LOG_LEVEL", "MAX_BODY_BYTES", "PAYLOAD_RETENTION_DAYS", "QUEUE_URL", "SECRETS_PREFIX", "SOURCES"}
+	common := []string{"DLQ_URL", "INBOX_TABLE", "LOG_LEVEL", "MAX_BODY_BYTES", "METRICS_NAMESPACE", "PAYLOAD_RETENTION_DAYS", "QUEUE_URL", "SECRETS_PREFIX", "SOURCES"}
 	tests := []struct {
 		id       string
 		timeout  time.Duration
@@ -339,7 +339,7 @@ func TestTemplateRoleActions(t *testing.T) {
 			"sqs:ReceiveMessage", "sqs:DeleteMessage", "sqs:GetQueueAttributes", "sqs:ChangeMessageVisibility", "sqs:SendMessage",
 		}, logs...),
 		"ReplayFunction": append([]string{
-			"dynamodb:GetItem", "dynamodb:UpdateItem", "dynamodb:Query",
+			"dynamodb:GetItem", "dynamodb:UpdateItem", "dynamodb:Query", "dynamodb:TransactWriteItems",
 			"sqs:ReceiveMessage", "sqs:DeleteMessage", "sqs:ChangeMessageVisibility", "sqs:GetQueueAttributes", "sqs:SendMessage",
 		}, logs...),
 	}

@@ -1,6 +1,8 @@
 // Command events is `make events`: it writes the sample events in events/,
 // signing the ingest event now with the local stripe secret (a Stripe
 // signature is only accepted for 5 minutes, so regenerate before invoking).
+// With -schema it prints the replay events as the template's shareable
+// test events.
 package main
 
 import (
@@ -15,7 +17,21 @@ import (
 func main() {
 	dir := flag.String("dir", "events", "directory to write the events to")
 	srcPath := flag.String("sources", "infra/local/sources.json", "local sources with dev-only secrets")
+	schema := flag.Bool("schema", false, "print the replay function's shareable test events for template.yaml instead")
 	flag.Parse()
+	if *schema {
+		evs, err := local.SampleReplayEvents(".")
+		var b []byte
+		if err == nil {
+			b, err = local.TestEventSchema(evs)
+		}
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "events:", err)
+			os.Exit(1)
+		}
+		fmt.Println(string(b))
+		return
+	}
 	sources, err := local.LoadSources(*srcPath)
 	if err == nil {
 		err = local.WriteSampleEvents(*dir, ".", sources, time.Now())
