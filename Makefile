@@ -65,6 +65,10 @@ SOURCE ?= stripe
 send: ## Sign a local source's sample as its provider would and POST it: SOURCE=github, SEND_FLAGS="-repeat 2" or -new-id.
 	$(GO) run ./infra/local/cmd/send -source $(SOURCE) $(SEND_FLAGS)
 
+.PHONY: replay
+replay: ## Run one replay request against the `make run` stack, with progress: ARGS='{"action":"inspect","event_key":"stripe##evt_1"}' (events/replay-*.json).
+	$(GO) run ./infra/local/cmd/replay '$(ARGS)'
+
 .PHONY: events
 events: ## Rewrite events/ (re-signs the ingest event: Stripe signatures expire after 5 minutes).
 	$(GO) run ./infra/local/cmd/events
