@@ -256,7 +256,7 @@ end:	do
 	od
 }
 
-/* impl: replay.Replayer.sweep, inboxstore.Store.Overdue */
+/* impl: replay.run.sweep, inboxstore.Store.Overdue */
 proctype Sweep() {
 end:	do
 	:: (unfinished || pendingOutbox) && empty(queue) && !(status == PROCESSING && lease) && !(row == R_DELIVERING && rowLease) ->
@@ -264,7 +264,7 @@ end:	do
 	od
 }
 
-/* impl: replay.Replayer.drainOne, inboxstore.Store.Revive */
+/* impl: replay.run.drainOne, replay.run.replayOne, inboxstore.Store.Requeue */
 proctype Replay() {
 end:	atomic {
 		dlq > 0 && status == DEAD && !replayed && nfull(queue) ->

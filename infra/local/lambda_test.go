@@ -25,6 +25,7 @@ import (
 	"github.com/webhook-inbox/webhook-inbox/internal/examples"
 	"github.com/webhook-inbox/webhook-inbox/internal/inbox"
 	"github.com/webhook-inbox/webhook-inbox/internal/inboxstore"
+	"github.com/webhook-inbox/webhook-inbox/internal/obs/emftest"
 	"github.com/webhook-inbox/webhook-inbox/internal/queue"
 	"github.com/webhook-inbox/webhook-inbox/internal/replay"
 )
@@ -186,8 +187,12 @@ func TestBootstrapsUnderRIE(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(files) != 5 {
-		t.Fatalf("events/: got %d files, want the 5 this test invokes", len(files))
+	replayEvents, err := local.SampleReplayEvents(repoRoot)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := 2 + len(replayEvents); len(files) != want {
+		t.Fatalf("events/: got %d files, want the %d this test invokes", len(files), want)
 	}
 
 	ingest := startFunction(t, rie, buildBootstrap(t, "ingest"), env)
@@ -322,6 +327,31 @@ func TestBootstrapsUnderRIE(t *testing.T) {
 		}
 		if !found {
 			t.Fatalf("main queue: the replayed message is not among %d messages", len(msgs))
+		}
+		// Every other replay event answers with its action's summary.
+		for _, ev := range replayEvents {
+			switch ev.File {
+			case local.EventReplayDryRun, local.EventReplayDrain, local.EventReplaySweep:
+				continue
+			}
+			var got replay.Summary
+			replayFn.invoke(t, readEvent(t, ev.File), &got)
+			if got.Action != ev.Request.Action || got.Counts == nil {
+				t.Errorf("%s: got %+v", ev.File, got)
+			}
+			if ev.Request.Action == replay.ActionInspect && (got.Event == nil || got.Event.Status != "processed" || (got.Event.Payload != nil) != ev.Request.IncludePayload) {
+				t.Errorf("%s: got %+v, want the committed sample event", ev.File, got.Event)
+			}
+		}
+		// The functions' log lines carry valid EMF metrics.
+		for name, fn := range map[string]*function{"ingest": ingest, "processor": processor, "replay": replayFn} {
+			lines, err := emftest.Lines([]byte(fn.logs.String()))
+			if err != nil {
+				t.Errorf("%s: %v", name, err)
+			}
+			if len(lines) == 0 || lines[0].Namespace != "WebhookInbox" {
+				t.Errorf("%s: %d lines with metrics, want some in the template's namespace", name, len(lines))
+			}
 		}
 		// A bad console event is an invocation error, not a silent dry run.
 		var errResp struct {

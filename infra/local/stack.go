@@ -202,6 +202,7 @@ func Setup(ctx context.Context, cfg aws.Config, templatePath string, sources Sou
 		"MAX_BODY_BYTES":         "MaxBodyBytes",
 		"PAYLOAD_RETENTION_DAYS": "PayloadRetentionDays",
 		"LOG_LEVEL":              "LogLevel",
+		"METRICS_NAMESPACE":      "MetricsNamespace",
 		"PROCESSOR_CONCURRENCY":  "ProcessorConcurrency",
 		"RETRY_BASE_SECONDS":     "RetryBaseSeconds",
 		"RETRY_CAP_SECONDS":      "RetryCapSeconds",

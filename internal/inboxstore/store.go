@@ -492,45 +492,6 @@ func (s *Store) Fail(ctx context.Context, k inbox.Key, f inbox.Failure, now time
 	return decode(out.Attributes)
 }
 
-// Revive makes a dead event retryable again, the operator's deliberate act
-// (replay): it becomes failed, due at once, back in the unfinished index
-// with no expiry; attempts and the last error are kept, and the attempts
-// budget starts again from here (RevivedAttempts). An event that is
-// not dead is left as it is and returned with inbox.ErrAlreadyProcessed
-// when processed, or with no error when it is unfinished already;
-// inbox.ErrNotFound when there is none.
-func (s *Store) Revive(ctx context.Context, k inbox.Key, now time.Time) (inbox.Event, error) {
-	out, err := s.api.UpdateItem(ctx, &dynamodb.UpdateItemInput{
-		TableName:                &s.table,
-		Key:                      map[string]types.AttributeValue{"pk": str(pk(k))},
-		UpdateExpression:         aws.String("SET #status = :failed, updated_at = :now, sweep_shard = :shard, due_ms = :nowms, revived_attempts = if_not_exists(attempts, :zero) REMOVE expires_at, dead_by"),
-		ConditionExpression:      aws.String("attribute_exists(pk) AND #status = :dead"),
-		ExpressionAttributeNames: map[string]string{"#status": "status"},
-		ExpressionAttributeValues: map[string]types.AttributeValue{
-			":failed": str(string(inbox.StatusFailed)),
-			":dead":   str(string(inbox.StatusDead)),
-			":now":    str(ts(now)),
-			":nowms":  num(now.UnixMilli()),
-			":shard":  str(shard(k)),
-			":zero":   num(0),
-		},
-		ReturnValues:                        types.ReturnValueAllNew,
-		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
-	})
-	var ccf *types.ConditionalCheckFailedException
-	switch {
-	case errors.As(err, &ccf):
-		ev, rerr := refused("revive", k, ccf.Item, now)
-		if errors.Is(rerr, inbox.ErrClaimed) || errors.Is(rerr, inbox.ErrNotDue) {
-			return ev, nil // unfinished already: nothing to revive
-		}
-		return ev, rerr
-	case err != nil:
-		return inbox.Event{}, awserr.Wrap("revive "+k.String(), err)
-	}
-	return decode(out.Attributes)
-}
-
 // Pending is an unfinished event as the unfinished index shows it.
 type Pending struct {
 	Key        inbox.Key

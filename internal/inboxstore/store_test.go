@@ -727,6 +727,8 @@ func TestRetention(t *testing.T) {
 	}
 }
 
+// TestRevive: Requeue of a dead event makes it failed, due now, back in
+// the unfinished index, with its attempts and last error kept.
 func TestRevive(t *testing.T) {
 	s := mustStore(t)
 	ctx := context.Background()
@@ -736,9 +738,9 @@ func TestRevive(t *testing.T) {
 	if _, err := s.Fail(ctx, e.Key, inbox.Failure{Owner: "worker-a", Status: inbox.StatusDead, Cause: "bug", MessageID: "m1"}, t0); err != nil {
 		t.Fatal(err)
 	}
-	got, err := s.Revive(ctx, e.Key, at)
-	if err != nil {
-		t.Fatalf("revive: %v", err)
+	got, did, err := s.Requeue(ctx, e.Key, at, false)
+	if err != nil || did != inboxstore.Revived {
+		t.Fatalf("revive: %s, %v", did, err)
 	}
 	if got.Status != inbox.StatusFailed || got.Attempts != 1 || got.RevivedAttempts != 1 || got.LastError != "bug" || !got.ExpiresAt.IsZero() || got.DeadBy != "" || !got.DueAt.Equal(at.Truncate(time.Millisecond)) {
 		t.Errorf("revived: got %+v, want failed, due now, attempts kept and the budget counted from them", got)
@@ -751,10 +753,10 @@ func TestRevive(t *testing.T) {
 		t.Errorf("oldest after revive: got %+v %v %v", p, ok, err)
 	}
 	// Not dead: left alone.
-	if _, err := s.Revive(ctx, e.Key, at); err != nil {
-		t.Errorf("revive of an unfinished event: %v", err)
+	if _, _, err := s.Requeue(ctx, e.Key, at, false); !errors.Is(err, inbox.ErrClaimed) {
+		t.Errorf("requeue of an event worker-b holds: got %v, want inbox.ErrClaimed", err)
 	}
-	if _, err := s.Revive(ctx, inbox.Key{Source: "stripe", EventID: "evt_none"}, at); !errors.Is(err, inbox.ErrNotFound) {
+	if _, _, err := s.Requeue(ctx, inbox.Key{Source: "stripe", EventID: "evt_none"}, at, false); !errors.Is(err, inbox.ErrNotFound) {
 		t.Errorf("revive missing: got %v, want inbox.ErrNotFound", err)
 	}
 }
@@ -887,7 +889,7 @@ func TestUnavailable(t *testing.T) {
 			_, err := s.Fail(ctx, e.Key, inbox.Failure{Owner: "worker-a", Status: inbox.StatusFailed, Cause: "boom"}, t0)
 			return err
 		}},
-		{"revive", func(ctx context.Context) error { _, err := s.Revive(ctx, e.Key, t0); return err }},
+		{"requeue", func(ctx context.Context) error { _, _, err := s.Requeue(ctx, e.Key, t0, false); return err }},
 		{"overdue", func(ctx context.Context) error { _, err := s.Overdue(ctx, t0, 10); return err }},
 		{"oldest", func(ctx context.Context) error { _, _, err := s.Oldest(ctx); return err }},
 		{"reschedule", func(ctx context.Context) error { _, err := s.Reschedule(ctx, e.Key, t0, t0); return err }},
