@@ -231,6 +231,10 @@ type Event struct {
 	// processed event stays with the sweep until its outbox settles.
 	OutboxRows    []string
 	OutboxPending bool
+	// OutboxGen counts the operator's resends of the outbox's rows: a
+	// delivery pass settles the outbox only if it is still the generation
+	// the pass read (see inboxstore.Store.ResendRow).
+	OutboxGen int
 	// Reruns counts the operator's forced re-runs of the event after it
 	// was processed; PreviousOutcome is the outcome the last one found.
 	Reruns          int

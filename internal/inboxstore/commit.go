@@ -257,14 +257,20 @@ func (s *Store) processed(k inbox.Key, owner string, outcome inbox.Outcome, touc
 		// expire before.
 		expr += ", expires_at = :expires"
 	}
+	// A forced re-run (Requeue) appends what it adds to what the first
+	// run wrote, so inspect and the outbox review still find the first
+	// run's parts and rows.
+	if len(touched) > 0 || len(rows) > 0 {
+		values[":none"] = &types.AttributeValueMemberL{Value: []types.AttributeValue{}}
+	}
 	if len(touched) > 0 {
-		expr += ", touched = :touched"
+		expr += ", touched = list_append(if_not_exists(touched, :none), :touched)"
 		values[":touched"] = &types.AttributeValueMemberL{Value: strs(touched)}
 	}
 	if len(rows) > 0 {
 		// Still the sweep's until the rows are delivered: in the outbox
 		// partitions of the index, due at once.
-		expr += ", outbox = :pending, outbox_rows = :rows, sweep_shard = :shard, due_ms = :nowms REMOVE lease_owner, lease_until"
+		expr += ", outbox = :pending, outbox_rows = list_append(if_not_exists(outbox_rows, :none), :rows), sweep_shard = :shard, due_ms = :nowms REMOVE lease_owner, lease_until"
 		values[":pending"] = str(outboxPending)
 		values[":rows"] = &types.AttributeValueMemberL{Value: strs(rows)}
 		values[":shard"] = str(outboxShard(k))
@@ -363,13 +369,20 @@ func cancelled(k inbox.Key, plan effects.Plan, err error) error {
 // SettleOutbox records what the delivery of a processed event's outbox
 // left: settled, the event leaves the index and expires after the store's
 // retention; else it stays there, due at due, for the sweep to bring back
-// if its message does not. An event settled already (or not processed) is
-// left as it is.
-func (s *Store) SettleOutbox(ctx context.Context, k inbox.Key, settled bool, due, now time.Time) error {
+// if its message does not. An event settled already (or not processed), or
+// whose outbox generation is no longer gen (an operator resent a row since
+// the caller read the event), is left as it is: the resend's delivery
+// settles it.
+func (s *Store) SettleOutbox(ctx context.Context, k inbox.Key, gen int, settled bool, due, now time.Time) error {
 	values := map[string]types.AttributeValue{
 		":processed": str(string(inbox.StatusProcessed)),
 		":pending":   str(outboxPending),
 		":now":       str(ts(now)),
+	}
+	cond := "#status = :processed AND outbox = :pending AND attribute_not_exists(outbox_gen)"
+	if gen > 0 {
+		cond = "#status = :processed AND outbox = :pending AND outbox_gen = :gen"
+		values[":gen"] = num(int64(gen))
 	}
 	expr := "SET outbox = :settled, updated_at = :now, expires_at = :expires REMOVE sweep_shard, due_ms"
 	if settled {
@@ -383,7 +396,7 @@ func (s *Store) SettleOutbox(ctx context.Context, k inbox.Key, settled bool, due
 		TableName:                 &s.table,
 		Key:                       map[string]types.AttributeValue{"pk": str(pk(k))},
 		UpdateExpression:          aws.String(expr),
-		ConditionExpression:       aws.String("#status = :processed AND outbox = :pending"),
+		ConditionExpression:       aws.String(cond),
 		ExpressionAttributeNames:  map[string]string{"#status": "status"},
 		ExpressionAttributeValues: values,
 	})

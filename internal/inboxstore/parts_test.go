@@ -256,7 +256,7 @@ func TestOutboxIndex(t *testing.T) {
 		t.Errorf("expiry with its outbox unsettled: got %s, want none", got.ExpiresAt)
 	}
 	// Not settled: due later, out of the sweep's reach until then.
-	if err := s.SettleOutbox(ctx, e.Key, false, later.Add(time.Minute), later); err != nil {
+	if err := s.SettleOutbox(ctx, e.Key, 0, false, later.Add(time.Minute), later); err != nil {
 		t.Fatal(err)
 	}
 	if got := overdue(); len(got) != 0 {
@@ -265,7 +265,7 @@ func TestOutboxIndex(t *testing.T) {
 	if got := mustGet(t, s, e.Key, later); !got.OutboxPending || !got.DueAt.Equal(later.Add(time.Minute).Truncate(time.Millisecond)) {
 		t.Errorf("event: got pending %t due %s", got.OutboxPending, got.DueAt)
 	}
-	if err := s.SettleOutbox(ctx, e.Key, true, time.Time{}, later); err != nil {
+	if err := s.SettleOutbox(ctx, e.Key, 0, true, time.Time{}, later); err != nil {
 		t.Fatal(err)
 	}
 	if got, err := s.Overdue(ctx, later.Add(time.Hour), 10); err != nil || len(got) != 0 {
@@ -276,7 +276,7 @@ func TestOutboxIndex(t *testing.T) {
 		t.Errorf("settled event: got %+v, want settled, expiring after the retention", got)
 	}
 	// Settling again, or settling an event with no outbox, changes nothing.
-	if err := s.SettleOutbox(ctx, e.Key, false, later, later); err != nil {
+	if err := s.SettleOutbox(ctx, e.Key, 0, false, later, later); err != nil {
 		t.Errorf("settle again: %v", err)
 	}
 	if got := mustGet(t, s, e.Key, later); got.OutboxPending || !got.DueAt.IsZero() {

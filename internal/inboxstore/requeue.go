@@ -52,15 +52,25 @@ const requeueTries = 3
 // A processed event is re-run only with force, and only once its outbox
 // has settled (else inbox.ErrOutboxPending: a re-run's commit would take
 // the event out of the sweep's hands while rows may still be undelivered).
-// Without force it returns inbox.ErrAlreadyProcessed. An event another
+// Without force it returns inbox.ErrAlreadyProcessed, as it does when the
+// event was unfinished when asked and processed meanwhile: force re-runs
+// what was processed, never what has just finished. An event another
 // worker holds under a live lease is left to it (inbox.ErrClaimed); one
 // that is absent or expired is inbox.ErrNotFound. The event is returned as
 // it is after the call, with what was done.
 func (s *Store) Requeue(ctx context.Context, k inbox.Key, now time.Time, force bool) (inbox.Event, Requeued, error) {
-	for range requeueTries {
+	var first inbox.Status
+	for try := range requeueTries {
 		ev, err := s.Get(ctx, k, now)
 		if err != nil {
 			return inbox.Event{}, "", err
+		}
+		if try == 0 {
+			first = ev.Status
+		} else if ev.Status == inbox.StatusProcessed && first != inbox.StatusProcessed {
+			// Finished since the first read: done, not a re-run the
+			// operator asked for.
+			return ev, "", fmt.Errorf("requeue %s: processed meanwhile: %w", k, inbox.ErrAlreadyProcessed)
 		}
 		var did Requeued
 		in := &dynamodb.UpdateItemInput{
@@ -160,13 +170,16 @@ func (s *Store) Select(ctx context.Context, sel Selection, now time.Time) ([]Sel
 	default:
 		return nil, "", fmt.Errorf("select: status %q: want received, failed or dead", sel.Status)
 	}
-	first, afterMs, err := parseCursor(sel.Cursor)
+	first, afterMs, err := parseCursor(sel.Status, sel.Cursor)
 	if err != nil {
 		return nil, "", err
 	}
 	to := sel.To
 	if to.IsZero() {
 		to = now.Add(time.Hour)
+	}
+	if !sel.From.Before(to) {
+		return nil, "", nil // an empty range (received_from after now)
 	}
 	limit := max(sel.Limit, 1)
 	var out []Selected
@@ -202,7 +215,7 @@ func (s *Store) Select(ctx context.Context, sel Selection, now time.Time) ([]Sel
 				}
 				if len(out) >= limit && it.ReceivedMs != last {
 					// Full, and at the end of a millisecond's run.
-					return out, cursor(sh, last), nil
+					return out, cursor(sel.Status, sh, last), nil
 				}
 				last = it.ReceivedMs
 				if it.ExpiresAt != 0 && it.ExpiresAt < now.Unix() {
@@ -216,7 +229,7 @@ func (s *Store) Select(ctx context.Context, sel Selection, now time.Time) ([]Sel
 			start = page.LastEvaluatedKey
 		}
 		if len(out) >= limit && sh+1 < SweepShards {
-			return out, cursor(sh+1, -1), nil
+			return out, cursor(sel.Status, sh+1, -1), nil
 		}
 	}
 	return out, "", nil
@@ -232,21 +245,33 @@ func splitPK(p string) inbox.Key {
 	return inbox.Key{Source: source, Account: account, EventID: id}
 }
 
-// A cursor is "shard/received_ms": the shard to read next, and the
-// receipt time up to which it has been read (-1: none of it).
-func cursor(shard int, receivedMs int64) string {
-	return strconv.Itoa(shard) + "/" + strconv.FormatInt(receivedMs, 10)
+// A cursor is "status/shard/received_ms": the selection's status, the
+// shard to read next, and the receipt time up to which it has been read
+// (-1: none of it).
+func cursor(status inbox.Status, shard int, receivedMs int64) string {
+	return string(status) + "/" + strconv.Itoa(shard) + "/" + strconv.FormatInt(receivedMs, 10)
 }
 
-func parseCursor(c string) (int, int64, error) {
+// CheckCursor reports whether c is a cursor Select gave for status ("" is
+// the start).
+func CheckCursor(status inbox.Status, c string) error {
+	_, _, err := parseCursor(status, c)
+	return err
+}
+
+func parseCursor(status inbox.Status, c string) (int, int64, error) {
 	if c == "" {
 		return 0, -1, nil
 	}
-	a, b, ok := strings.Cut(c, "/")
+	st, rest, ok1 := strings.Cut(c, "/")
+	a, b, ok2 := strings.Cut(rest, "/")
 	sh, err1 := strconv.Atoi(a)
 	ms, err2 := strconv.ParseInt(b, 10, 64)
-	if !ok || err1 != nil || err2 != nil || sh < 0 || sh >= SweepShards || ms < -1 {
-		return 0, 0, fmt.Errorf("select: cursor %q is not one a summary gave", c)
+	if !ok1 || !ok2 || err1 != nil || err2 != nil || sh < 0 || sh >= SweepShards || ms < -1 {
+		return 0, 0, fmt.Errorf("cursor %q is not one a summary gave", c)
+	}
+	if inbox.Status(st) != status {
+		return 0, 0, fmt.Errorf("cursor %q continues a selection of %s events, not %s", c, st, status)
 	}
 	return sh, ms, nil
 }
@@ -300,10 +325,15 @@ func notForReview(op string, old map[string]types.AttributeValue) (outbox.Row, e
 
 // ResendRow is an operator's deliberate resend of an outbox row that ended
 // rejected, unknown or dead (after checking that its receiver did not act
-// on it): in one transaction the row becomes pending and due now, and its
-// event's outbox pending again, in the sweep's outbox partitions and due
-// now, so a delivery follows even if the message the caller sends next is
-// lost. A delivered row is never resent. It returns the row as it was, or
+// on it): in one transaction the row becomes pending and due now, with a
+// fresh attempts budget (attempts_before_resend keeps the old count), and
+// its event's outbox pending again, in the sweep's outbox partitions and
+// due now, so a delivery follows even if the message the caller sends next
+// is lost. The event's outbox generation (OutboxGen) grows in the same
+// write: a delivery pass that saw the row final before the resend cannot
+// settle the outbox after it (SettleOutbox is conditioned on the
+// generation it read), so the row is never left pending in an outbox
+// marked settled. A delivered row is never resent. It returns the row as it was, or
 // outbox.ErrNotForReview (with the row) for a row in another state, or
 // inbox.ErrNotFound when the row or its event is gone.
 func (s *Store) ResendRow(ctx context.Context, key string, now time.Time) (outbox.Row, error) {
@@ -318,7 +348,7 @@ func (s *Store) ResendRow(ctx context.Context, key string, now time.Time) (outbo
 		{Update: &types.Update{
 			TableName:                &s.table,
 			Key:                      map[string]types.AttributeValue{"pk": str(rowPK(key))},
-			UpdateExpression:         aws.String("SET #status = :pending, due_ms = :nowms, resent = if_not_exists(resent, :zero) + :one, updated_at = :now REMOVE sweep_shard"),
+			UpdateExpression:         aws.String("SET #status = :pending, due_ms = :nowms, resent = if_not_exists(resent, :zero) + :one, attempts_before_resend = attempts, attempts = :zero, updated_at = :now REMOVE sweep_shard, lease_owner, lease_until"),
 			ConditionExpression:      aws.String("#status IN (:rejected, :unknown, :dead)"),
 			ExpressionAttributeNames: map[string]string{"#status": "status"},
 			ExpressionAttributeValues: map[string]types.AttributeValue{
@@ -331,12 +361,13 @@ func (s *Store) ResendRow(ctx context.Context, key string, now time.Time) (outbo
 		{Update: &types.Update{
 			TableName:                &s.table,
 			Key:                      map[string]types.AttributeValue{"pk": str(pk(r.Event))},
-			UpdateExpression:         aws.String("SET outbox = :pending, sweep_shard = :shard, due_ms = :nowms, updated_at = :now REMOVE expires_at"),
+			UpdateExpression:         aws.String("SET outbox = :pending, outbox_gen = if_not_exists(outbox_gen, :zero) + :one, sweep_shard = :shard, due_ms = :nowms, updated_at = :now REMOVE expires_at"),
 			ConditionExpression:      aws.String("#status = :processed AND contains(outbox_rows, :row) AND (attribute_not_exists(expires_at) OR expires_at >= :nows)"),
 			ExpressionAttributeNames: map[string]string{"#status": "status"},
 			ExpressionAttributeValues: map[string]types.AttributeValue{
 				":pending": str(outboxPending), ":shard": str(outboxShard(r.Event)), ":processed": str(string(inbox.StatusProcessed)),
 				":row": str(key), ":nowms": num(now.UnixMilli()), ":nows": num(now.Unix()), ":now": str(ts(now)),
+				":zero": num(0), ":one": num(1),
 			},
 		}},
 	}})

@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+
 	"github.com/webhook-inbox/webhook-inbox/internal/effects"
 	"github.com/webhook-inbox/webhook-inbox/internal/inbox"
 	"github.com/webhook-inbox/webhook-inbox/internal/inboxstore"
@@ -235,7 +237,7 @@ func TestResolveAndResend(t *testing.T) {
 	finish("rv_unknown", outbox.Unknown)
 	finish("rv_rejected", outbox.Rejected)
 	finish("rv_delivered", outbox.Delivered)
-	if err := s.SettleOutbox(ctx, e.Key, true, time.Time{}, now); err != nil {
+	if err := s.SettleOutbox(ctx, e.Key, 0, true, time.Time{}, now); err != nil {
 		t.Fatal(err)
 	}
 	review := func() []string {
@@ -276,8 +278,17 @@ func TestResolveAndResend(t *testing.T) {
 		t.Errorf("claim of a resolved row: got %v, want outbox.ErrFinal", err)
 	}
 
+	// A delivery pass that read the event before the resend (generation
+	// 0) and found every row final must not settle the outbox after it.
+	stale := mustGet(t, s, e.Key, at).OutboxGen
 	if _, err := s.ResendRow(ctx, "rv_unknown", at); err != nil {
 		t.Fatalf("resend: %v", err)
+	}
+	if err := s.SettleOutbox(ctx, e.Key, stale, true, time.Time{}, at); err != nil {
+		t.Fatal(err)
+	}
+	if ev := mustGet(t, s, e.Key, at); !ev.OutboxPending || ev.OutboxGen != stale+1 {
+		t.Fatalf("a stale pass settled the outbox after a resend: %+v", ev)
 	}
 	if got := review(); len(got) != 0 {
 		t.Errorf("for review after resolve and resend: %v", got)
@@ -291,10 +302,109 @@ func TestResolveAndResend(t *testing.T) {
 		t.Errorf("the event is not the sweep's after a resend: %+v %v", ps, err)
 	}
 	r, err := s.ClaimRow(ctx, "rv_unknown", "w2", at, at.Add(time.Minute))
-	if err != nil || r.State != outbox.Pending || string(r.Body) != `{"n":1}` {
-		t.Errorf("claim after resend: got %+v %v; want the pending row with its body", r, err)
+	if err != nil || r.State != outbox.Pending || string(r.Body) != `{"n":1}` || r.Attempts != 0 || r.Resent != 1 {
+		t.Errorf("claim after resend: got %+v %v; want the pending row with its body and a fresh attempts budget", r, err)
 	}
 	if _, err := s.ResendRow(ctx, "rv_unknown", at); !errors.Is(err, outbox.ErrNotForReview) {
 		t.Errorf("resend of a row being delivered: got %v, want outbox.ErrNotForReview", err)
+	}
+}
+
+// updateHook runs before the first UpdateItem passes through.
+type updateHook struct {
+	inboxstore.API
+	before func()
+	done   bool
+}
+
+func (h *updateHook) UpdateItem(ctx context.Context, in *dynamodb.UpdateItemInput, opts ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error) {
+	if !h.done {
+		h.done = true
+		h.before()
+	}
+	return h.API.UpdateItem(ctx, in, opts...)
+}
+
+// TestForceDoesNotRerunWhatJustFinished: a forced requeue of an event that
+// was failed when read, and that a worker processed between the read and
+// the write, is not a re-run: force re-runs what was processed when the
+// operator asked, never an event that has just finished.
+func TestForceDoesNotRerunWhatJustFinished(t *testing.T) {
+	cfg := mustDynamo(t).SafeConfig()
+	db := dynamodb.NewFromConfig(cfg)
+	name := fmt.Sprintf("inbox-%d", tables.Add(1))
+	if _, err := db.CreateTable(context.Background(), inboxstore.TableInput(name)); err != nil {
+		t.Fatal(err)
+	}
+	s := inboxstore.New(db, name, retention)
+	ctx := context.Background()
+	e := mustClaimed(t, s, "evt_race", "w")
+	if _, err := s.Fail(ctx, e.Key, inbox.Failure{Owner: "w", Status: inbox.StatusFailed, Cause: "503", RetryAt: t0}, t0); err != nil {
+		t.Fatal(err)
+	}
+	hook := &updateHook{API: db, before: func() {
+		// A worker claims and commits it after Requeue's read.
+		claimed, err := s.Claim(ctx, e.Key, "w2", t0.Add(time.Second), t0.Add(time.Minute))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := s.Complete(ctx, claimed, "w2", effects.Plan{}, inbox.OutcomeApplied, t0.Add(2*time.Second)); err != nil {
+			t.Fatal(err)
+		}
+	}}
+	raced := inboxstore.New(hook, name, retention)
+	got, did, err := raced.Requeue(ctx, e.Key, t0.Add(3*time.Second), true)
+	if !errors.Is(err, inbox.ErrAlreadyProcessed) || did != "" || got.Status != inbox.StatusProcessed {
+		t.Fatalf("got %+v %q %v; want the processed event left alone (ErrAlreadyProcessed)", got, did, err)
+	}
+	if ev := mustGet(t, s, e.Key, t0.Add(3*time.Second)); ev.Status != inbox.StatusProcessed || ev.Reruns != 0 {
+		t.Errorf("event: %+v, want processed, not re-run", ev)
+	}
+}
+
+// TestRerunKeepsFirstRunsParts: a forced re-run's commit adds its parts and
+// rows to those of the first run, so inspect and the outbox review still
+// find the first run's.
+func TestRerunKeepsFirstRunsParts(t *testing.T) {
+	s := mustStore(t)
+	ctx := context.Background()
+	first := effects.Plan{
+		Facts:    []effects.Fact{{Kind: "k", Key: "a"}},
+		Outbound: []effects.Outbound{{Target: "receipt", Key: "rr_1", Body: json.RawMessage(`{}`)}},
+	}
+	e, err := commitPlan(t, s, "evt_rerun_parts", first)
+	if err != nil {
+		t.Fatal(err)
+	}
+	at := t0.Add(time.Minute)
+	if _, err := s.ClaimRow(ctx, "rr_1", "w", at, at.Add(time.Minute)); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.FinishRow(ctx, "rr_1", "w", outbox.Result{State: outbox.Delivered}, at); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.SettleOutbox(ctx, e.Key, 0, true, time.Time{}, at); err != nil {
+		t.Fatal(err)
+	}
+	if _, did, err := s.Requeue(ctx, e.Key, at, true); err != nil || did != inboxstore.Rerun {
+		t.Fatalf("requeue: %q %v", did, err)
+	}
+	claimed := mustClaim(t, s, e.Key, "w2", at, at.Add(time.Minute))
+	// The fixed handler's plan, less the fact that exists.
+	second := effects.Plan{
+		Facts:    []effects.Fact{{Kind: "k", Key: "b"}},
+		Outbound: []effects.Outbound{{Target: "receipt", Key: "rr_2", Body: json.RawMessage(`{}`)}},
+	}
+	if err := s.Complete(ctx, claimed, "w2", second, inbox.OutcomeApplied, at); err != nil {
+		t.Fatal(err)
+	}
+	ev := mustGet(t, s, e.Key, at)
+	if !slices.Equal(ev.OutboxRows, []string{"rr_1", "rr_2"}) || !ev.OutboxPending {
+		t.Errorf("outbox rows: %v (pending %t), want both runs' rows, pending", ev.OutboxRows, ev.OutboxPending)
+	}
+	for _, id := range []string{effects.Fact{Kind: "k", Key: "a"}.ID(), effects.Fact{Kind: "k", Key: "b"}.ID()} {
+		if !slices.Contains(ev.Touched, id) {
+			t.Errorf("touched %v: no %s", ev.Touched, id)
+		}
 	}
 }

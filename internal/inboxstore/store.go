@@ -139,7 +139,8 @@ type item struct {
 	OutboxRows []string `dynamodbav:"outbox_rows,omitempty"`
 	// Outbox is "pending" while some of OutboxRows may be undelivered,
 	// "settled" after.
-	Outbox string `dynamodbav:"outbox,omitempty"`
+	Outbox    string `dynamodbav:"outbox,omitempty"`
+	OutboxGen int    `dynamodbav:"outbox_gen,omitempty"`
 	// Reruns and PreviousOutcome record forced re-runs (Requeue).
 	Reruns          int    `dynamodbav:"reruns,omitempty"`
 	PreviousOutcome string `dynamodbav:"previous_outcome,omitempty"`
@@ -241,7 +242,8 @@ func (it item) event() inbox.Event {
 		LastError: it.LastError, ReceivedAt: parseTS(it.ReceivedAt), UpdatedAt: parseTS(it.UpdatedAt),
 		ProcessedAt: parseTS(it.ProcessedAt), LeaseOwner: it.LeaseOwner, DeadBy: it.DeadBy,
 		Touched: it.Touched, OutboxRows: it.OutboxRows, OutboxPending: it.Outbox == outboxPending,
-		Reruns: it.Reruns, PreviousOutcome: inbox.Outcome(it.PreviousOutcome),
+		OutboxGen: it.OutboxGen,
+		Reruns:    it.Reruns, PreviousOutcome: inbox.Outcome(it.PreviousOutcome),
 	}
 	if it.DueMs != 0 {
 		e.DueAt = time.UnixMilli(it.DueMs)

@@ -37,7 +37,7 @@ import (
 type Store interface {
 	ClaimRow(ctx context.Context, key, owner string, now, leaseUntil time.Time) (Row, error)
 	FinishRow(ctx context.Context, key, owner string, res Result, now time.Time) error
-	SettleOutbox(ctx context.Context, k inbox.Key, settled bool, due, now time.Time) error
+	SettleOutbox(ctx context.Context, k inbox.Key, gen int, settled bool, due, now time.Time) error
 }
 
 // Target is a configured receiver of outbound rows.
@@ -170,8 +170,11 @@ type Settlement struct {
 // its whole timeout before work's deadline); outcomes are recorded under
 // book, which outlives work. It records on the event whether its outbox
 // settled, and returns the first error of the store it met; a row's
-// failure is not an error, only a row that is not final.
-func (d *Deliverer) Deliver(work, book context.Context, ev inbox.Key, rows []string, owner string) (Settlement, error) {
+// failure is not an error, only a row that is not final. gen is the
+// event's outbox generation as the caller read it (inbox.Event.OutboxGen),
+// read before this pass claims any row: the outbox is settled only if no
+// row was resent since.
+func (d *Deliverer) Deliver(work, book context.Context, ev inbox.Key, gen int, rows []string, owner string) (Settlement, error) {
 	st := Settlement{Settled: true, States: make(map[State]int, len(rows))}
 	var errs []error
 	for i, key := range rows {
@@ -190,7 +193,7 @@ func (d *Deliverer) Deliver(work, book context.Context, ev inbox.Key, rows []str
 			}
 		}
 	}
-	if err := d.cfg.Store.SettleOutbox(book, ev, st.Settled, st.Due, d.cfg.Now()); err != nil {
+	if err := d.cfg.Store.SettleOutbox(book, ev, gen, st.Settled, st.Due, d.cfg.Now()); err != nil {
 		// Not told: the caller comes back, and the next pass, finding
 		// the rows as they are, tells it again.
 		errs = append(errs, err)

@@ -80,7 +80,7 @@ func (m *memStore) FinishRow(_ context.Context, key, owner string, res outbox.Re
 	return nil
 }
 
-func (m *memStore) SettleOutbox(_ context.Context, _ inbox.Key, settled bool, due, _ time.Time) error {
+func (m *memStore) SettleOutbox(_ context.Context, _ inbox.Key, _ int, settled bool, due, _ time.Time) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.settled = append(m.settled, settled)
@@ -151,7 +151,7 @@ func newDeliverer(tb testing.TB, store outbox.Store, targets map[string]outbox.T
 
 func deliver(tb testing.TB, d *outbox.Deliverer, keys ...string) outbox.Settlement {
 	tb.Helper()
-	st, err := d.Deliver(context.Background(), context.Background(), evKey, keys, owner)
+	st, err := d.Deliver(context.Background(), context.Background(), evKey, 0, keys, owner)
 	if err != nil {
 		tb.Fatalf("deliver: %v", err)
 	}
@@ -419,7 +419,7 @@ func TestDeliverWaits(t *testing.T) {
 
 	work, cancel := context.WithDeadline(context.Background(), time.Now().Add(2*time.Second))
 	defer cancel()
-	st, err := d.Deliver(work, context.Background(), evKey, []string{"fresh"}, owner)
+	st, err := d.Deliver(work, context.Background(), evKey, 0, []string{"fresh"}, owner)
 	if err != nil || st.Settled || store.row("fresh").State != outbox.Pending || rc.count() != 0 {
 		t.Errorf("no time for a call: got %+v, %v, row %s, %d calls; want the row left pending", st, err, store.row("fresh").State, rc.count())
 	}
@@ -438,12 +438,12 @@ func TestDeliverWaits(t *testing.T) {
 func TestDeliverStoreErrors(t *testing.T) {
 	store := &failingStore{memStore: newMemStore(row("r1", "receipt")), claimErr: inbox.ErrUnavailable}
 	d := newDeliverer(t, store, map[string]outbox.Target{"receipt": {}}, nil)
-	st, err := d.Deliver(context.Background(), context.Background(), evKey, []string{"r1", "missing"}, owner)
+	st, err := d.Deliver(context.Background(), context.Background(), evKey, 0, []string{"r1", "missing"}, owner)
 	if !errors.Is(err, inbox.ErrUnavailable) || st.Settled {
 		t.Errorf("got %+v, %v; want unsettled with the store's error", st, err)
 	}
 	store.claimErr = nil
-	st, err = d.Deliver(context.Background(), context.Background(), evKey, []string{"r1", "missing"}, owner)
+	st, err = d.Deliver(context.Background(), context.Background(), evKey, 0, []string{"r1", "missing"}, owner)
 	if err != nil || !st.Settled {
 		t.Errorf("got %+v, %v; want settled (the missing row cannot be waited for)", st, err)
 	}
@@ -454,11 +454,11 @@ type failingStore struct {
 	claimErr, settleErr error
 }
 
-func (f *failingStore) SettleOutbox(ctx context.Context, k inbox.Key, settled bool, due, now time.Time) error {
+func (f *failingStore) SettleOutbox(ctx context.Context, k inbox.Key, gen int, settled bool, due, now time.Time) error {
 	if f.settleErr != nil {
 		return f.settleErr
 	}
-	return f.memStore.SettleOutbox(ctx, k, settled, due, now)
+	return f.memStore.SettleOutbox(ctx, k, gen, settled, due, now)
 }
 
 // TestDeliverSettleFails: an event not told its outbox settled is not
@@ -466,7 +466,7 @@ func (f *failingStore) SettleOutbox(ctx context.Context, k inbox.Key, settled bo
 func TestDeliverSettleFails(t *testing.T) {
 	store := &failingStore{memStore: newMemStore(row("r1", "receipt")), settleErr: inbox.ErrUnavailable}
 	d := newDeliverer(t, store, map[string]outbox.Target{"receipt": {}}, nil)
-	st, err := d.Deliver(context.Background(), context.Background(), evKey, []string{"r1"}, owner)
+	st, err := d.Deliver(context.Background(), context.Background(), evKey, 0, []string{"r1"}, owner)
 	if !errors.Is(err, inbox.ErrUnavailable) || st.Settled || st.Due.IsZero() {
 		t.Errorf("got %+v, %v; want unsettled, due, with the store's error", st, err)
 	}

@@ -271,7 +271,7 @@ func TestOneMessageTwoWorkersOneReceipt(t *testing.T) {
 // delivers anything or acknowledges the message.
 type stoppedOutbox struct{}
 
-func (stoppedOutbox) Deliver(context.Context, context.Context, inbox.Key, []string, string) (outbox.Settlement, error) {
+func (stoppedOutbox) Deliver(context.Context, context.Context, inbox.Key, int, []string, string) (outbox.Settlement, error) {
 	return outbox.Settlement{}, nil
 }
 

@@ -62,7 +62,7 @@ type Store interface {
 // Outbox delivers the outbox rows an event's commit wrote; see
 // outbox.Deliverer.
 type Outbox interface {
-	Deliver(work, book context.Context, ev inbox.Key, rows []string, owner string) (outbox.Settlement, error)
+	Deliver(work, book context.Context, ev inbox.Key, gen int, rows []string, owner string) (outbox.Settlement, error)
 }
 
 // DeadLetters receives the messages of events that died, so operators find
@@ -493,7 +493,7 @@ func (p *Processor) record(work, book context.Context, inv invocation, j *job) r
 			for i, o := range plan.Outbound {
 				rows[i] = o.Key
 			}
-			return p.deliver(work, book, j, k, rows, res)
+			return p.deliver(work, book, j, k, ev.OutboxGen, rows, res)
 		}
 	case errors.Is(err, inbox.ErrAlreadyProcessed):
 		// Committed by this worker (its answer lost) or by another that
@@ -579,8 +579,8 @@ func (p *Processor) commit(ctx context.Context, ev inbox.Event, owner string, pl
 // receive the record is acknowledged, and the event, still in the sweep's
 // index, is brought back by the sweep. It never makes anything dead: the
 // event is processed.
-func (p *Processor) deliver(work, book context.Context, j *job, k inbox.Key, rows []string, res recordResult) recordResult {
-	st, err := p.cfg.Outbox.Deliver(work, book, k, rows, j.owner)
+func (p *Processor) deliver(work, book context.Context, j *job, k inbox.Key, gen int, rows []string, res recordResult) recordResult {
+	st, err := p.cfg.Outbox.Deliver(work, book, k, gen, rows, j.owner)
 	if err != nil {
 		res.err = fmt.Errorf("outbox: %w", err)
 	}
@@ -733,7 +733,7 @@ func (p *Processor) notOurs(work, book context.Context, j *job, ev inbox.Event, 
 		// may have landed (see cutOff).
 		j.deadTried.Store(false)
 		if ev.OutboxPending {
-			return p.deliver(work, book, j, res.key, ev.OutboxRows, res), true
+			return p.deliver(work, book, j, res.key, ev.OutboxGen, ev.OutboxRows, res), true
 		}
 	case errors.Is(err, inbox.ErrDead):
 		res.outcome = logAlreadyDead

@@ -161,7 +161,7 @@ type fakeOutbox struct {
 	calls [][]string
 }
 
-func (f *fakeOutbox) Deliver(_, _ context.Context, k inbox.Key, rows []string, _ string) (outbox.Settlement, error) {
+func (f *fakeOutbox) Deliver(_, _ context.Context, k inbox.Key, _ int, rows []string, _ string) (outbox.Settlement, error) {
 	f.mu.Lock()
 	f.calls = append(f.calls, rows)
 	f.mu.Unlock()

@@ -378,8 +378,10 @@ func TestRequestErrors(t *testing.T) {
 		`{"action":"replay","status":"failed","event_keys":["a##b"]}`:       "not both",
 		`{"action":"replay","status":"failed","received_from":"yesterday"}`: "RFC 3339",
 		`{"action":"replay","status":"failed","received_from":"2026-12-02T00:00:00Z","received_to":"2026-12-01T00:00:00Z"}`: "is not before",
-		`{"action":"outbox-resend"}`: "needs outbox_key",
-		`{"action":"purge"}`:         "unknown action",
+		`{"action":"outbox-resend"}`:                                "needs outbox_key",
+		`{"action":"replay","status":"dead","cursor":"3/x"}`:        "not one a summary gave",
+		`{"action":"replay","status":"dead","cursor":"failed/3/5"}`: "continues a selection of failed events",
+		`{"action":"purge"}`:                                        "unknown action",
 	} {
 		req, err := replay.DecodeRequest([]byte(payload))
 		if err == nil {
@@ -388,5 +390,35 @@ func TestRequestErrors(t *testing.T) {
 		if !errors.Is(err, replay.ErrBadRequest) || !strings.Contains(err.Error(), want) {
 			t.Errorf("%s: got %v, want a bad request saying %q", payload, err, want)
 		}
+	}
+}
+
+// TestNoNextThatRepeats: a run that stopped part-way gives a Next only
+// where running it makes progress; elsewhere it says why there is none.
+func TestNoNextThatRepeats(t *testing.T) {
+	st := mustStack(t)
+	ctx := context.Background()
+	for i := range 3 {
+		if err := st.dlq.Send(ctx, fmt.Sprintf("not ours %d", i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	r := st.replayer(t0)
+	no := false
+	sum := mustHandle(t, r, replay.Request{DryRun: &no, Max: 2})
+	if sum.Stopped != replay.StoppedMax || sum.Next != nil || !strings.Contains(sum.Note, "could leave the DLQ") {
+		t.Errorf("drain of poison only: got %+v, want stopped at max, no next, a note", sum)
+	}
+	sum = mustHandle(t, r, replay.Request{Max: 2})
+	if sum.Stopped != replay.StoppedMax || sum.Next != nil || !strings.Contains(sum.Note, "raise max") {
+		t.Errorf("preview: got %+v, want no next, a note", sum)
+	}
+	if got := drainAll(t, st.dlq); len(got) != 3 {
+		t.Errorf("DLQ: %d messages, want the 3 left", len(got))
+	}
+	// A range that starts after now is empty, not an error.
+	sum = mustHandle(t, r, replay.Request{Action: replay.ActionReplay, Status: "failed", ReceivedFrom: t0.Add(48 * time.Hour).Format(time.RFC3339)})
+	if sum.Examined != 0 || sum.Next != nil {
+		t.Errorf("future range: got %+v", sum)
 	}
 }

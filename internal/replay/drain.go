@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/webhook-inbox/webhook-inbox/internal/inbox"
@@ -12,23 +13,22 @@ import (
 
 // drain moves the DLQ's messages back to the main queue, up to max of
 // them. Messages it leaves (poison, orphans, filtered, dry run) are held
-// invisible while it runs, so none is counted twice, and made visible
-// again at the end.
+// invisible for longer than the run can last, so none is counted twice,
+// and made visible again at the end, as far as the time left allows (one
+// not released reappears when its hold ends).
 func (u *run) drain() error {
 	var held []string
-	defer func() {
-		for _, h := range held {
-			// Best effort: an unreleased message reappears after hold anyway.
-			_ = u.r.DLQ.Release(context.WithoutCancel(u.ctx), h)
-		}
-	}()
+	defer func() { u.release(held) }()
 	seen := map[string]bool{}
+	visibility := u.hold()
 	for u.s.Examined < u.q.max {
 		if err := u.outOfTime(); err != nil {
 			return err
 		}
 		n := int32(min(10, u.q.max-u.s.Examined))
-		msgs, err := u.r.DLQ.Receive(u.ctx, n, hold, 0)
+		// A long poll of a second: a short one may answer empty from a
+		// queue that is not.
+		msgs, err := u.r.DLQ.Receive(u.ctx, n, visibility, 1)
 		if err != nil {
 			return fmt.Errorf("receive from the DLQ: %w", err)
 		}
@@ -48,7 +48,9 @@ func (u *run) drain() error {
 			fresh++
 			u.s.Examined++
 			gone, err := u.drainOne(m)
-			if !gone {
+			if gone {
+				u.left++
+			} else {
 				held = append(held, m.ReceiptHandle)
 			}
 			if err != nil {
@@ -64,6 +66,53 @@ func (u *run) drain() error {
 	}
 	u.s.Stopped = StoppedMax
 	return nil
+}
+
+// hold is how long examined messages stay invisible: past the end of the
+// run, so that none comes back to be counted twice.
+func (u *run) hold() int32 {
+	left, ok := u.remaining()
+	if !ok {
+		return maxHold
+	}
+	return int32(min(max(left+time.Minute, time.Minute), maxHold*time.Second) / time.Second)
+}
+
+// maxHold bounds the hold (SQS allows 12 hours).
+const maxHold = 15 * 60
+
+// release makes the held messages visible again, ten at a time, within
+// half the reserve kept for the summary.
+func (u *run) release(held []string) {
+	if len(held) == 0 {
+		return
+	}
+	ctx := context.WithoutCancel(u.ctx)
+	if left, ok := u.remaining(); ok {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, max(left-u.reserve()/2, time.Second))
+		defer cancel()
+	}
+	work := make(chan string)
+	var wg sync.WaitGroup
+	for range min(10, len(held)) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for h := range work {
+				// Best effort: an unreleased message reappears after its hold.
+				_ = u.r.DLQ.Release(ctx, h)
+			}
+		}()
+	}
+	for _, h := range held {
+		if ctx.Err() != nil {
+			break
+		}
+		work <- h
+	}
+	close(work)
+	wg.Wait()
 }
 
 // drainOne handles one DLQ message and reports whether it left the DLQ.

@@ -47,7 +47,14 @@ func (u *run) replay() error {
 				return err
 			}
 			u.s.Examined++
-			if !u.q.matches(p.Key, p.EventType, p.ReceivedAt) {
+			// The index's own copy of the type decides here when it has one
+			// (an index built before it was projected has none: replayOne
+			// reads the event and filters on its type).
+			pre := u.q
+			if p.EventType == "" {
+				pre.eventType = ""
+			}
+			if !pre.matches(p.Key, p.EventType, p.ReceivedAt) {
 				u.count(OutcomeFiltered, inbox.Key{})
 				continue
 			}

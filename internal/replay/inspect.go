@@ -26,7 +26,12 @@ func (u *run) inspect() error {
 	}
 	v := viewEvent(ev, u.req.IncludePayload)
 	read := 0
+	seen := map[string]bool{}
 	for _, id := range ev.Touched {
+		if seen[id] {
+			continue // updated again by a forced re-run
+		}
+		seen[id] = true
 		switch {
 		case strings.HasPrefix(id, effects.OutboundPrefix):
 			continue // shown with its state below

@@ -97,9 +97,6 @@ const (
 	MaxReviewCounted = 1000
 	// maxParts bounds the parts inspect reads for one event.
 	maxParts = 50
-	// hold keeps examined messages invisible for the rest of the run, so a
-	// run does not count one message twice.
-	hold int32 = 120
 	// DefaultReserve is the time kept back before the invocation's
 	// deadline to write the summary.
 	DefaultReserve = 10 * time.Second
@@ -188,9 +185,8 @@ func (r *Replayer) Handle(ctx context.Context, req Request) (Summary, error) {
 	if err != nil {
 		s.Error = err.Error()
 	}
-	if (s.Stopped != "" || s.Error != "") && s.Next == nil && req.Action != ActionInspect {
-		next := req
-		s.Next = &next
+	if (s.Stopped != "" || s.Error != "") && s.Next == nil {
+		run.continuation()
 	}
 	r.log(s)
 	return s, nil
@@ -248,6 +244,36 @@ type run struct {
 	q       checked
 	s       *Summary
 	started time.Time
+	// left counts the DLQ messages that left the DLQ (drain).
+	left int
+}
+
+// continuation sets Summary.Next for a run that stopped or failed part-way,
+// where running the same request again makes progress: a real sweep (what
+// it sent is rescheduled) and a real drain that moved or deleted something
+// (what it left stays behind). replay sets its own Next (a cursor, or the
+// keys left). Anything else would show the same items again, and says why
+// instead (Summary.Note).
+func (u *run) continuation() {
+	s := u.s
+	switch {
+	case s.Error != "" && (u.req.Action == ActionOutboxResolve || u.req.Action == ActionOutboxResend || u.req.Action == ActionInspect):
+		return
+	case u.q.dryRun && (u.req.Action == ActionDrainDLQ || u.req.Action == ActionSweep) && s.Stopped == StoppedMax:
+		s.Note = fmt.Sprintf("a preview shows at most max (%d) items, the same ones each time: raise max (up to %d) to see more", u.q.max, MaxMax)
+		return
+	case u.q.dryRun && (u.req.Action == ActionDrainDLQ || u.req.Action == ActionSweep):
+		s.Note = "a preview that stops part-way shows the same items first when run again"
+		return
+	case u.req.Action == ActionOutbox:
+		s.Note = fmt.Sprintf("more rows are for review than max (%d): raise max (up to %d), or resolve and resend these first", u.q.max, MaxMax)
+		return
+	case u.req.Action == ActionDrainDLQ && u.left == 0 && s.Examined > 0 && s.Error == "":
+		s.Note = "none of the messages examined could leave the DLQ (poison, orphans or outside the filters): raise max or change the filters to reach others"
+		return
+	}
+	next := u.req
+	s.Next = &next
 }
 
 // errOutOfTime stops a run before the invocation's deadline: the summary
@@ -255,21 +281,27 @@ type run struct {
 var errOutOfTime = errors.New("stopped before the function's timeout")
 
 func (u *run) outOfTime() error {
-	remaining := u.r.Remaining
-	if remaining == nil {
-		remaining = func(ctx context.Context) (time.Duration, bool) {
-			d, ok := ctx.Deadline()
-			return time.Until(d), ok
-		}
-	}
-	reserve := u.r.Reserve
-	if reserve <= 0 {
-		reserve = DefaultReserve
-	}
-	if left, ok := remaining(u.ctx); ok && left < reserve {
+	if left, ok := u.remaining(); ok && left < u.reserve() {
 		return errOutOfTime
 	}
 	return nil
+}
+
+// remaining is the time left before the invocation must answer, if it
+// has a deadline.
+func (u *run) remaining() (time.Duration, bool) {
+	if u.r.Remaining != nil {
+		return u.r.Remaining(u.ctx)
+	}
+	d, ok := u.ctx.Deadline()
+	return time.Until(d), ok
+}
+
+func (u *run) reserve() time.Duration {
+	if u.r.Reserve <= 0 {
+		return DefaultReserve
+	}
+	return u.r.Reserve
 }
 
 // count records one item's outcome, lists its key and reports progress.

@@ -323,11 +323,18 @@ func TestStopsBeforeDeadline(t *testing.T) {
 	r := &replay.Replayer{Logger: slog.New(slog.NewJSONHandler(&bytes.Buffer{}, nil))}
 	ctx, cancel := context.WithDeadline(context.Background(), time.Now().Add(time.Second))
 	defer cancel()
-	sum, err := r.Handle(ctx, replay.Request{})
+	no := false
+	sum, err := r.Handle(ctx, replay.Request{DryRun: &no})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if sum.Examined != 0 || sum.Stopped != replay.StoppedTime || sum.Next == nil || sum.Error != "" {
 		t.Errorf("got %+v, want nothing examined, stopped for time, and the request that continues", sum)
+	}
+	// A preview stopped part-way would show the same messages again: no
+	// Next, a note.
+	sum, _ = r.Handle(ctx, replay.Request{})
+	if sum.Stopped != replay.StoppedTime || sum.Next != nil || sum.Note == "" {
+		t.Errorf("preview: got %+v, want stopped for time with a note and no next", sum)
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/webhook-inbox/webhook-inbox/internal/inbox"
+	"github.com/webhook-inbox/webhook-inbox/internal/inboxstore"
 )
 
 // Request is the console or CLI test event, or the sweep's schedule:
@@ -166,6 +167,9 @@ func (req Request) check(now time.Time) (checked, error) {
 		}
 		if req.Force && q.status != "" {
 			return checked{}, badRequest("force re-runs processed events, which are named by event_keys")
+		}
+		if err := inboxstore.CheckCursor(q.status, req.Cursor); err != nil {
+			return checked{}, badRequest("%v: give the cursor of a summary's next request, with its status", err)
 		}
 	case ActionInspect:
 		if req.EventKey == "" {

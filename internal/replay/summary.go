@@ -29,6 +29,8 @@ type Summary struct {
 	// StoppedTime); Next is then the request that continues it.
 	Stopped string   `json:"stopped,omitempty"`
 	Next    *Request `json:"next,omitempty"`
+	// Note says why a run that stopped part-way has no Next.
+	Note string `json:"note,omitempty"`
 	// OldestUnfinished is the unfinished event received first, and its age
 	// (sweep).
 	OldestUnfinished           string  `json:"oldest_unfinished,omitempty"`
