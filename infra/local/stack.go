@@ -199,16 +199,17 @@ func Setup(ctx context.Context, cfg aws.Config, templatePath string, sources Sou
 	}
 	// The remaining settings take the template's parameter defaults.
 	for name, param := range map[string]string{
-		"MAX_BODY_BYTES":         "MaxBodyBytes",
-		"PAYLOAD_RETENTION_DAYS": "PayloadRetentionDays",
-		"LOG_LEVEL":              "LogLevel",
-		"METRICS_NAMESPACE":      "MetricsNamespace",
-		"PROCESSOR_CONCURRENCY":  "ProcessorConcurrency",
-		"RETRY_BASE_SECONDS":     "RetryBaseSeconds",
-		"RETRY_CAP_SECONDS":      "RetryCapSeconds",
-		"SWEEP_AFTER_SECONDS":    "SweepAfterSeconds",
-		"RECEIPT_WEBHOOK_URL":    "ReceiptWebhookUrl",
-		"RECEIPT_RETRY_UNKNOWN":  "ReceiptRetryUnknown",
+		"MAX_BODY_BYTES":                 "MaxBodyBytes",
+		"PAYLOAD_RETENTION_DAYS":         "PayloadRetentionDays",
+		"LOG_LEVEL":                      "LogLevel",
+		"METRICS_NAMESPACE":              "MetricsNamespace",
+		"PREVIOUS_SECRET_WINDOW_SECONDS": "PreviousSecretWindowSeconds",
+		"PROCESSOR_CONCURRENCY":          "ProcessorConcurrency",
+		"RETRY_BASE_SECONDS":             "RetryBaseSeconds",
+		"RETRY_CAP_SECONDS":              "RetryCapSeconds",
+		"SWEEP_AFTER_SECONDS":            "SweepAfterSeconds",
+		"RECEIPT_WEBHOOK_URL":            "ReceiptWebhookUrl",
+		"RECEIPT_RETRY_UNKNOWN":          "ReceiptRetryUnknown",
 	} {
 		v, err := tpl.ParameterValue(param)
 		if err != nil {

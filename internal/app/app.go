@@ -58,7 +58,7 @@ func Load(ctx context.Context, getenv func(string) string, needs config.Need) (c
 func Ingest(cfg config.Config, awsCfg aws.Config, log *slog.Logger) (*ingest.Handler, error) {
 	return ingest.New(ingest.Config{
 		Sources:          cfg.Sources,
-		Secrets:          secrets.NewStore(secretsmanager.NewFromConfig(awsCfg), SecretsTTL),
+		Secrets:          secrets.NewStore(secretsmanager.NewFromConfig(awsCfg), SecretsTTL).WithRotationWindow(cfg.PreviousSecretWindow),
 		IsSecretNotFound: secrets.IsNotFound,
 		Store:            inboxstore.New(dynamodb.NewFromConfig(awsCfg), cfg.InboxTable, cfg.Retention),
 		Queue:            queue.New(sqs.NewFromConfig(awsCfg), cfg.QueueURL),

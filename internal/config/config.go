@@ -41,6 +41,10 @@ type Config struct {
 	// sent again.
 	ReceiptWebhookURL   string
 	ReceiptRetryUnknown bool
+	// PreviousSecretWindow is how long after a secret's rotation its
+	// previous version (AWSPREVIOUS) still verifies signatures (ingest); 0:
+	// never.
+	PreviousSecretWindow time.Duration
 	// MetricsNamespace is the CloudWatch namespace of the metrics the log
 	// lines publish (Embedded Metric Format); empty turns them off.
 	MetricsNamespace string
@@ -59,6 +63,9 @@ const (
 	DefaultRetryBaseSeconds     = 30
 	DefaultRetryCapSeconds      = 3600
 	DefaultSweepAfterSeconds    = 300
+	// A day: Stripe keeps a rolled secret valid for up to 24 hours,
+	// Shopify for one.
+	DefaultPreviousSecretWindowSeconds = 86400
 	// The API Gateway payload limit is 10 MB; DynamoDB's item limit is
 	// 400 KB, and the stored event must fit in one item.
 	maxMaxBodyBytes = 350 << 10
@@ -117,6 +124,7 @@ func Load(getenv func(string) string, need Need) (Config, error) {
 	default:
 		errs = append(errs, fmt.Errorf("RECEIPT_RETRY_UNKNOWN %q: want true or false", v))
 	}
+	c.PreviousSecretWindow = time.Duration(intVar(getenv, "PREVIOUS_SECRET_WINDOW_SECONDS", DefaultPreviousSecretWindowSeconds, 0, 7*86400, &errs)) * time.Second
 	c.MetricsNamespace = strings.TrimSpace(getenv("METRICS_NAMESPACE"))
 	if err := obs.CheckNamespace(c.MetricsNamespace); err != nil {
 		errs = append(errs, fmt.Errorf("METRICS_NAMESPACE: %w", err))

@@ -39,6 +39,10 @@ type Queue interface {
 // Config.IsSecretNotFound recognizes when the endpoint has none.
 type Secrets interface {
 	Get(ctx context.Context, id string) (source.Keys, error)
+	// Previous returns the secret's previous version while a rotation
+	// window lasts (see secrets.Store.Previous), an error otherwise; it is
+	// asked only after the current keys refused a signature.
+	Previous(ctx context.Context, id string) (source.Keys, error)
 }
 
 // Config holds a Handler's collaborators and limits.
@@ -211,7 +215,8 @@ func (h *Handler) handle(ctx context.Context, req apigw.Request, now time.Time) 
 	if req.Method != http.MethodPost && !(req.Method == http.MethodGet && subscribes) {
 		return fail(http.StatusMethodNotAllowed, outcomeMethod, "method not allowed", errors.New("method "+req.Method))
 	}
-	keys, err := h.cfg.Secrets.Get(ctx, h.cfg.Sources.SecretID(src.Name, account))
+	secretID := h.cfg.Sources.SecretID(src.Name, account)
+	keys, err := h.cfg.Secrets.Get(ctx, secretID)
 	switch {
 	case err != nil && h.cfg.IsSecretNotFound(err):
 		return fail(http.StatusNotFound, outcomeUnknown, "not found", err)
@@ -227,7 +232,19 @@ func (h *Handler) handle(ctx context.Context, req apigw.Request, now time.Time) 
 		return result{status: reply.Status, reply: &reply, outcome: outcomeHandshake}
 	}
 	if err := src.Scheme.Verify(sreq, keys.Signing, now); err != nil {
-		return fail(http.StatusUnauthorized, outcomeRejected, "invalid signature", err)
+		// During a Secrets Manager rotation the provider may still sign
+		// with the previous version.
+		prev, perr := h.cfg.Secrets.Previous(ctx, secretID)
+		switch {
+		case perr != nil && errors.Is(perr, inbox.ErrUnavailable):
+			return fail(http.StatusServiceUnavailable, outcomeError, "temporarily unavailable", perr)
+		case perr != nil:
+			return fail(http.StatusUnauthorized, outcomeRejected, "invalid signature", err)
+		}
+		if perr := src.Scheme.Verify(sreq, prev.Signing, now); perr != nil {
+			return fail(http.StatusUnauthorized, outcomeRejected, "invalid signature", err)
+		}
+		keys = prev
 	}
 	// Only a verified request may be a handshake: answering an unverified
 	// challenge would let anyone confirm an endpoint.

@@ -39,6 +39,14 @@ func (f fakeSecrets) Get(_ context.Context, id string) (source.Keys, error) {
 	return source.Keys{}, errNoSecret
 }
 
+// Previous serves the version under id+"@previous", if any.
+func (f fakeSecrets) Previous(_ context.Context, id string) (source.Keys, error) {
+	if s, ok := f[id+"@previous"]; ok {
+		return source.Keys{Signing: s}, nil
+	}
+	return source.Keys{}, errNoSecret
+}
+
 // memStore is an in-memory inbox with the store's duplicate semantics.
 type memStore struct {
 	mu     sync.Mutex
@@ -660,5 +668,35 @@ func TestMetricsByOutcome(t *testing.T) {
 				t.Errorf("got %+v, want one webhook of %s/%s", l, tt.source, tt.outcome)
 			}
 		})
+	}
+}
+
+// unavailablePrevious is a secrets store whose previous versions cannot be
+// read.
+type unavailablePrevious struct{ fakeSecrets }
+
+func (unavailablePrevious) Previous(context.Context, string) (source.Keys, error) {
+	return source.Keys{}, fmt.Errorf("get previous: %w", inbox.ErrUnavailable)
+}
+
+// TestPreviousSecret: a signature the current secret refuses is checked
+// against the previous version while a rotation window lasts; with none it
+// is refused, and with Secrets Manager down it is a 503 the provider
+// retries, never a 401 it might give up on.
+func TestPreviousSecret(t *testing.T) {
+	signed := signedRequest(invoiceBody, "whsec_previous", testNow)
+	f := newFixture(t)
+	if status, body := do(t, f, signed); status != http.StatusUnauthorized {
+		t.Fatalf("no previous version: got %d %v, want 401", status, body)
+	}
+	f = newFixture(t)
+	f.h.cfg.Secrets = fakeSecrets{"wi/stripe": {[]byte(testSecret)}, "wi/stripe@previous": {[]byte("whsec_previous")}}
+	if status, body := do(t, f, signed); status != http.StatusAccepted {
+		t.Fatalf("signed with the previous version: got %d %v, want 202", status, body)
+	}
+	f = newFixture(t)
+	f.h.cfg.Secrets = unavailablePrevious{fakeSecrets{"wi/stripe": {[]byte(testSecret)}}}
+	if status, body := do(t, f, signed); status != http.StatusServiceUnavailable || len(f.store.events) != 0 {
+		t.Fatalf("previous unreadable: got %d %v, want 503 and nothing stored", status, body)
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
 	smtypes "github.com/aws/aws-sdk-go-v2/service/secretsmanager/types"
 
@@ -33,23 +34,45 @@ type Store struct {
 	api API
 	ttl time.Duration // how long a found secret is reused
 	neg time.Duration // how long an absent secret is remembered
-	now func() time.Time
+	// window is how long after a secret's current version was created its
+	// previous version (AWSPREVIOUS) is still accepted; 0: never.
+	window time.Duration
+	now    func() time.Time
 
 	mu    sync.Mutex
 	cache map[string]entry
+	prev  map[string]entry // by id, for the current version entry.version
 }
 
 type entry struct {
 	keys  source.Keys
 	err   error
 	until time.Time
+	// version and created are the current version's id and creation time
+	// (cache); version is the current version a previous entry belongs to
+	// (prev).
+	version string
+	created time.Time
 }
 
 // NewStore returns a store that caches found secrets for ttl and absent ones
-// for a fifth of it (a new secret is picked up within that time).
+// for a fifth of it (a new secret is picked up within that time). It serves
+// no previous version; see WithRotationWindow.
 func NewStore(api API, ttl time.Duration) *Store {
-	return &Store{api: api, ttl: ttl, neg: ttl / 5, now: time.Now, cache: map[string]entry{}}
+	return &Store{api: api, ttl: ttl, neg: ttl / 5, now: time.Now, cache: map[string]entry{}, prev: map[string]entry{}}
 }
+
+// WithRotationWindow makes Previous serve a secret's AWSPREVIOUS version for
+// window after its current version was created: the time a provider may
+// keep signing with the old secret after a Secrets Manager rotation.
+func (s *Store) WithRotationWindow(window time.Duration) *Store {
+	s.window = window
+	return s
+}
+
+// ErrNoPrevious means no previous version is accepted for the secret: none
+// exists, or its rotation window has passed.
+var ErrNoPrevious = errors.New("secrets: no previous version in its rotation window")
 
 // Get returns the keys stored under id (see source.ParseKeys: the
 // SecretString itself, or {"signing_secrets":[…]} with several secrets
@@ -80,8 +103,85 @@ func (s *Store) Get(ctx context.Context, id string) (source.Keys, error) {
 	if err != nil {
 		return source.Keys{}, fmt.Errorf("secret %s: %w", id, err)
 	}
-	s.put(id, entry{keys: keys, until: now.Add(s.ttl)})
+	e = entry{keys: keys, until: now.Add(s.ttl), version: aws.ToString(out.VersionId), created: aws.ToTime(out.CreatedDate)}
+	s.put(id, e)
 	return keys, nil
+}
+
+// Previous returns the keys of the secret's previous version (AWSPREVIOUS)
+// while its rotation window lasts: from the current version's creation,
+// for the store's window. The caller asks only after the current keys
+// refused a signature, so an attacker's bad signatures cost at most one
+// call per secret and rotation: the answer (keys, absence) is kept until
+// the window ends or the current version changes; a failed call is retried
+// after a fifth of the TTL at the soonest. Outside a window it makes no
+// call and returns ErrNoPrevious; an error wrapping inbox.ErrUnavailable
+// when Secrets Manager cannot answer.
+func (s *Store) Previous(ctx context.Context, id string) (source.Keys, error) {
+	now := s.now()
+	s.mu.Lock()
+	cur, ok := s.cache[id]
+	s.mu.Unlock()
+	if !ok || cur.err != nil {
+		// Get comes first; without a current version there is no window.
+		if _, err := s.Get(ctx, id); err != nil {
+			return source.Keys{}, err
+		}
+		s.mu.Lock()
+		cur = s.cache[id]
+		s.mu.Unlock()
+	}
+	end := cur.created.Add(s.window)
+	if s.window <= 0 || cur.created.IsZero() || !now.Before(end) {
+		return source.Keys{}, ErrNoPrevious
+	}
+	s.mu.Lock()
+	p, ok := s.prev[id]
+	s.mu.Unlock()
+	if ok && p.version == cur.version && now.Before(p.until) {
+		return p.keys, p.err
+	}
+	stage := "AWSPREVIOUS"
+	out, err := s.api.GetSecretValue(ctx, &secretsmanager.GetSecretValueInput{SecretId: &id, VersionStage: &stage})
+	var nf *smtypes.ResourceNotFoundException
+	switch {
+	case errors.As(err, &nf):
+		p = entry{err: ErrNoPrevious, until: end, version: cur.version}
+	case err != nil:
+		err = awserr.Wrap("get previous secret "+id, err)
+		s.putPrev(id, entry{err: err, until: now.Add(s.neg), version: cur.version})
+		return source.Keys{}, err
+	case out.SecretString == nil:
+		p = entry{err: ErrNoPrevious, until: end, version: cur.version}
+	default:
+		keys, perr := source.ParseKeys(*out.SecretString)
+		if perr != nil {
+			// A previous version that does not parse is not a secret to
+			// accept; the current one decides alone.
+			p = entry{err: ErrNoPrevious, until: end, version: cur.version}
+		} else {
+			p = entry{keys: keys, until: end, version: cur.version}
+		}
+	}
+	s.putPrev(id, p)
+	return p.keys, p.err
+}
+
+func (s *Store) putPrev(id string, e entry) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(s.prev) >= maxEntries {
+		now := s.now()
+		for k, old := range s.prev {
+			if !now.Before(old.until) {
+				delete(s.prev, k)
+			}
+		}
+		if len(s.prev) >= maxEntries {
+			return
+		}
+	}
+	s.prev[id] = e
 }
 
 // maxEntries bounds the cache: account names come from request paths, so

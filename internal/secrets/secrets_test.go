@@ -315,3 +315,95 @@ func TestConcurrentGet(t *testing.T) {
 	}
 	wg.Wait()
 }
+
+// countingAPI counts the calls by the version stage they ask for.
+type countingAPI struct {
+	API
+	mu    sync.Mutex
+	calls map[string]int
+}
+
+func (c *countingAPI) GetSecretValue(ctx context.Context, in *secretsmanager.GetSecretValueInput, optFns ...func(*secretsmanager.Options)) (*secretsmanager.GetSecretValueOutput, error) {
+	c.mu.Lock()
+	c.calls[aws.ToString(in.VersionStage)]++
+	c.mu.Unlock()
+	return c.API.GetSecretValue(ctx, in, optFns...)
+}
+
+func (c *countingAPI) count(stage string) int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.calls[stage]
+}
+
+// TestPreviousDuringRotationWindow: after a Secrets Manager rotation the
+// previous version is served for the window from the current version's
+// creation, with one call per secret and rotation however often it is
+// asked; after the window, none, and no call.
+func TestPreviousDuringRotationWindow(t *testing.T) {
+	sm := mustClient(t)
+	ctx := context.Background()
+	id := mustSecret(t, sm, "whsec_old")
+	if _, err := sm.PutSecretValue(ctx, &secretsmanager.PutSecretValueInput{SecretId: aws.String(id), SecretString: aws.String("whsec_new")}); err != nil {
+		t.Fatal(err)
+	}
+	api := &countingAPI{API: sm, calls: map[string]int{}}
+	const window = time.Hour
+	s, c := newTestStore(api, 5*time.Minute)
+	s.WithRotationWindow(window)
+	c.set(time.Now())
+	if got := mustGet(t, s, id); !reflect.DeepEqual(got, []string{"whsec_new"}) {
+		t.Fatalf("current: %q", got)
+	}
+	for range 50 {
+		prev, err := s.Previous(ctx, id)
+		if err != nil || !reflect.DeepEqual(strs(prev.Signing), []string{"whsec_old"}) {
+			t.Fatalf("previous: %q, %v", strs(prev.Signing), err)
+		}
+	}
+	if n := api.count("AWSPREVIOUS"); n != 1 {
+		t.Errorf("%d AWSPREVIOUS calls for 50 asks, want 1", n)
+	}
+	// The current version is read again after its TTL; the same version
+	// keeps its previous without another call.
+	c.set(time.Now().Add(10 * time.Minute))
+	if _, err := s.Previous(ctx, id); err != nil {
+		t.Fatal(err)
+	}
+	if n := api.count("AWSPREVIOUS"); n != 1 {
+		t.Errorf("%d AWSPREVIOUS calls after the TTL, want still 1", n)
+	}
+	// After the window: no previous, and no call.
+	c.set(time.Now().Add(window + time.Minute))
+	for range 10 {
+		if _, err := s.Previous(ctx, id); !errors.Is(err, ErrNoPrevious) {
+			t.Fatalf("after the window: got %v, want ErrNoPrevious", err)
+		}
+	}
+	if n := api.count("AWSPREVIOUS"); n != 1 {
+		t.Errorf("%d AWSPREVIOUS calls after the window, want still 1", n)
+	}
+
+	// A secret never rotated has no previous: one call, remembered.
+	fresh := mustSecret(t, sm, "whsec_only")
+	s2, c2 := newTestStore(api, 5*time.Minute)
+	s2.WithRotationWindow(window)
+	c2.set(time.Now())
+	for range 5 {
+		if _, err := s2.Previous(ctx, fresh); !errors.Is(err, ErrNoPrevious) {
+			t.Fatalf("never rotated: got %v, want ErrNoPrevious", err)
+		}
+	}
+	if n := api.count("AWSPREVIOUS"); n != 2 {
+		t.Errorf("%d AWSPREVIOUS calls, want 2 (one per secret)", n)
+	}
+	// With no window configured, never a call.
+	s3, c3 := newTestStore(api, 5*time.Minute)
+	c3.set(time.Now())
+	if _, err := s3.Previous(ctx, id); !errors.Is(err, ErrNoPrevious) {
+		t.Errorf("no window: got %v", err)
+	}
+	if n := api.count("AWSPREVIOUS"); n != 2 {
+		t.Errorf("%d AWSPREVIOUS calls with no window, want still 2", n)
+	}
+}

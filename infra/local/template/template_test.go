@@ -136,7 +136,7 @@ func TestTemplateFunctions(t *testing.T) {
 		extraEnv []string
 		hasSQS   bool
 	}{
-		{"IngestFunction", 10 * time.Second, nil, false},
+		{"IngestFunction", 10 * time.Second, []string{"PREVIOUS_SECRET_WINDOW_SECONDS"}, false},
 		{"ProcessorFunction", 30 * time.Second, []string{"MAX_RECEIVE_COUNT", "PROCESSOR_CONCURRENCY", "RETRY_BASE_SECONDS", "RETRY_CAP_SECONDS", "RECEIPT_WEBHOOK_URL", "RECEIPT_RETRY_UNKNOWN"}, true},
 		{"ReplayFunction", 300 * time.Second, []string{"SWEEP_AFTER_SECONDS"}, false},
 	}
