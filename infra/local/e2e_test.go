@@ -17,8 +17,10 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
@@ -524,5 +526,52 @@ func TestSecretRotation(t *testing.T) {
 		if status, resp := e.postTo(t, "/webhooks/stripe/acct_rotated", []byte(c.secret), body, time.Now()); status != c.want {
 			t.Errorf("signed with %s: got %d %v, want %d", c.secret, status, resp, c.want)
 		}
+	}
+}
+
+// TestCredentialsNeverStored: Authorization and Cookie headers sent with a
+// delivery appear nowhere in the stored item; the delivery's signature,
+// User-Agent and request id do.
+func TestCredentialsNeverStored(t *testing.T) {
+	e := mustEnv(t)
+	body := []byte(`{"id":"evt_creds","object":"event","type":"ping","created":1764500000,"data":{"object":{}}}`)
+	req, err := http.NewRequest(http.MethodPost, e.api.URL+"/webhooks/stripe", bytes.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sig := signature.SignStripe(body, e.secret, time.Now())
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Stripe-Signature", sig)
+	req.Header.Set("User-Agent", "Stripe/1.0 (+https://stripe.com/docs/webhooks)")
+	req.Header.Set("Authorization", "Bearer sk_live_credential_one")
+	req.Header.Set("Cookie", "session=credential_two")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusAccepted {
+		t.Fatalf("got %d", resp.StatusCode)
+	}
+	out, err := e.db.GetItem(context.Background(), &dynamodb.GetItemInput{
+		TableName: aws.String(e.stack.Resources.TableName),
+		Key:       map[string]ddbtypes.AttributeValue{"pk": &ddbtypes.AttributeValueMemberS{Value: "event#stripe##evt_creds"}},
+	})
+	if err != nil || out.Item == nil {
+		t.Fatalf("get item: %v", err)
+	}
+	var raw map[string]any
+	if err := attributevalue.UnmarshalMap(out.Item, &raw); err != nil {
+		t.Fatal(err)
+	}
+	dump := fmt.Sprint(raw)
+	for _, secret := range []string{"credential_one", "credential_two", "Authorization", "Cookie"} {
+		if strings.Contains(dump, secret) {
+			t.Errorf("the stored item holds %q: %s", secret, dump)
+		}
+	}
+	headers, _ := raw["headers"].(map[string]any)
+	if headers["Stripe-Signature"] != sig || headers["User-Agent"] == nil || raw["request_id"] == "" || raw["request_id"] == nil {
+		t.Errorf("kept headers %v, request id %v; want the signature, the user agent and the request id", headers, raw["request_id"])
 	}
 }

@@ -198,6 +198,13 @@ type Event struct {
 	// Attributes are delivery facts the provider's scheme keeps with the
 	// event (a retry number, a second id); never secrets.
 	Attributes map[string]string
+	// Headers are the delivery's headers worth keeping to trace it or
+	// verify it again (its scheme's delivery ids, signature and timestamp,
+	// and User-Agent), by canonical name; never Authorization, cookies or a
+	// token that is itself the secret. RequestID is the API Gateway request
+	// id of the delivery that stored the event.
+	Headers   map[string]string
+	RequestID string
 
 	Status   Status
 	Outcome  Outcome

@@ -118,6 +118,8 @@ type item struct {
 	CreatedAt   string            `dynamodbav:"created_at,omitempty"`
 	Payload     []byte            `dynamodbav:"payload"`
 	Attributes  map[string]string `dynamodbav:"attributes,omitempty"`
+	Headers     map[string]string `dynamodbav:"headers,omitempty"`
+	RequestID   string            `dynamodbav:"request_id,omitempty"`
 	Status      string            `dynamodbav:"status"`
 	Outcome     string            `dynamodbav:"outcome,omitempty"`
 	Attempts    int               `dynamodbav:"attempts"`
@@ -201,6 +203,7 @@ func toItem(e inbox.Event) item {
 	it := item{
 		PK: pk(e.Key), Source: e.Key.Source, Account: e.Key.Account, EventID: e.Key.EventID,
 		Kind: e.Kind, EventType: e.Type, CreatedAt: ts(e.Created), Payload: e.Payload, Attributes: e.Attributes,
+		Headers: e.Headers, RequestID: e.RequestID,
 		Status: string(e.Status), Outcome: string(e.Outcome), Attempts: e.Attempts, Revived: e.RevivedAttempts,
 		LastError: e.LastError, ReceivedAt: ts(e.ReceivedAt), UpdatedAt: ts(e.UpdatedAt),
 		ProcessedAt: ts(e.ProcessedAt), LeaseOwner: e.LeaseOwner, DeadBy: e.DeadBy,
@@ -238,7 +241,7 @@ func (it item) event() inbox.Event {
 	e := inbox.Event{
 		Key:  inbox.Key{Source: it.Source, Account: it.Account, EventID: it.EventID},
 		Kind: it.Kind, Type: it.EventType, Created: parseTS(it.CreatedAt), Payload: it.Payload,
-		Attributes: it.Attributes, Status: inbox.Status(it.Status), Outcome: inbox.Outcome(it.Outcome), Attempts: it.Attempts, RevivedAttempts: it.Revived,
+		Attributes: it.Attributes, Headers: it.Headers, RequestID: it.RequestID, Status: inbox.Status(it.Status), Outcome: inbox.Outcome(it.Outcome), Attempts: it.Attempts, RevivedAttempts: it.Revived,
 		LastError: it.LastError, ReceivedAt: parseTS(it.ReceivedAt), UpdatedAt: parseTS(it.UpdatedAt),
 		ProcessedAt: parseTS(it.ProcessedAt), LeaseOwner: it.LeaseOwner, DeadBy: it.DeadBy,
 		Touched: it.Touched, OutboxRows: it.OutboxRows, OutboxPending: it.Outbox == outboxPending,

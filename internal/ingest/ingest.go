@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
@@ -261,7 +262,40 @@ func (h *Handler) handle(ctx context.Context, req apigw.Request, now time.Time) 
 	if err != nil {
 		return fail(http.StatusBadRequest, outcomeInvalid, "malformed event: missing or invalid id, type or created", err)
 	}
-	return h.store(ctx, src, account, ids, req.Body, now)
+	return h.store(ctx, src, account, ids, req, now)
+}
+
+// neverKept are the headers that carry credentials: never stored, whatever
+// a scheme lists.
+var neverKept = map[string]bool{
+	"Authorization": true, "Proxy-Authorization": true, "Cookie": true, "Set-Cookie": true,
+	"X-Gitlab-Token": true, "X-Api-Key": true, "X-Amz-Security-Token": true,
+}
+
+// maxKeptHeader bounds each kept header's value.
+const maxKeptHeader = 1024
+
+// keptHeaders is what the event keeps of the delivery's headers: its
+// scheme's HeaderKeeper list and User-Agent, each present one clipped, the
+// credential headers never.
+func keptHeaders(s signature.Scheme, h http.Header) map[string]string {
+	names := []string{"User-Agent"}
+	if k, ok := s.(signature.HeaderKeeper); ok {
+		names = append(names, k.KeptHeaders()...)
+	}
+	var out map[string]string
+	for _, n := range names {
+		n = http.CanonicalHeaderKey(n)
+		vs := h.Values(n)
+		if len(vs) == 0 || neverKept[n] {
+			continue
+		}
+		if out == nil {
+			out = map[string]string{}
+		}
+		out[n] = obs.Clip(strings.Join(vs, ", "), maxKeptHeader)
+	}
+	return out
 }
 
 // identify returns the events of a verified delivery: several for schemes
@@ -287,7 +321,9 @@ func identify(s signature.Scheme, r signature.Request) ([]signature.Identity, er
 // the rest, the stored ones taking the duplicate path. Every event's key is
 // checked before the first is stored, so a delivery refused for one bad
 // event stores none of them.
-func (h *Handler) store(ctx context.Context, src *source.Source, pathAccount string, ids []signature.Identity, body []byte, now time.Time) result {
+func (h *Handler) store(ctx context.Context, src *source.Source, pathAccount string, ids []signature.Identity, req apigw.Request, now time.Time) result {
+	body := req.Body
+	headers := keptHeaders(src.Scheme, req.Header)
 	keys := make([]inbox.Key, len(ids))
 	for i, id := range ids {
 		account := pathAccount
@@ -317,6 +353,7 @@ func (h *Handler) store(ctx context.Context, src *source.Source, pathAccount str
 		// unfinished event outlives every message that points at it.
 		ev := inbox.Event{
 			Key: key, Kind: src.Kind, Type: id.Type, Created: id.Created, Payload: payload, Attributes: id.Attributes,
+			Headers: headers, RequestID: req.RequestID,
 			Status: inbox.StatusReceived, ReceivedAt: now, UpdatedAt: now,
 		}
 		stored, err := h.cfg.Store.Insert(ctx, ev, now)

@@ -700,3 +700,53 @@ func TestPreviousSecret(t *testing.T) {
 		t.Fatalf("previous unreadable: got %d %v, want 503 and nothing stored", status, body)
 	}
 }
+
+// TestKeptHeaders: the event keeps its scheme's delivery headers and
+// User-Agent, and the request id; credentials never.
+func TestKeptHeaders(t *testing.T) {
+	f := newFixture(t)
+	req := signedRequest(invoiceBody, testSecret, testNow)
+	req.Headers["user-agent"] = "Stripe/1.0 (+https://stripe.com/docs/webhooks)"
+	req.Headers["authorization"] = "Bearer sk_live_never_stored"
+	req.Headers["cookie"] = "session=never_stored_either"
+	req.Headers["x-unrelated"] = "not kept"
+	req.RequestContext.RequestID = "Sx1mPhLvIAMEVKQ="
+	if status, body := do(t, f, req); status != http.StatusAccepted {
+		t.Fatalf("got %d %v", status, body)
+	}
+	ev := f.store.events["stripe##evt_1"]
+	want := map[string]string{"Stripe-Signature": req.Headers["stripe-signature"], "User-Agent": req.Headers["user-agent"]}
+	if fmt.Sprint(ev.Headers) != fmt.Sprint(want) || ev.RequestID != "Sx1mPhLvIAMEVKQ=" {
+		t.Errorf("kept %v, request id %q; want %v and the request id", ev.Headers, ev.RequestID, want)
+	}
+}
+
+// TestEverySchemeKeepsHeaders: every scheme says which headers it keeps,
+// and none of them is a credential.
+func TestEverySchemeKeepsHeaders(t *testing.T) {
+	for _, kind := range signature.Kinds() {
+		s, err := signature.New(kind, signature.Options{})
+		if err != nil {
+			continue // configured by options only (hmac): its own test below
+		}
+		k, ok := s.(signature.HeaderKeeper)
+		if !ok || len(k.KeptHeaders()) == 0 {
+			t.Errorf("%s: keeps no headers", kind)
+			continue
+		}
+		for _, h := range k.KeptHeaders() {
+			if neverKept[http.CanonicalHeaderKey(h)] {
+				t.Errorf("%s keeps %s, a credential", kind, h)
+			}
+		}
+	}
+	// Even a scheme that names a credential header does not get it kept.
+	h := http.Header{"Authorization": {"HMAC abc"}, "X-Gitlab-Token": {"t"}, "User-Agent": {"x"}}
+	if got := keptHeaders(credentialScheme{}, h); fmt.Sprint(got) != "map[User-Agent:x]" {
+		t.Errorf("kept %v", got)
+	}
+}
+
+type credentialScheme struct{ signature.Scheme }
+
+func (credentialScheme) KeptHeaders() []string { return []string{"Authorization", "X-Gitlab-Token"} }

@@ -105,6 +105,8 @@ type EventView struct {
 	LeaseOwner      string            `json:"lease_owner,omitempty"`
 	LeaseUntil      string            `json:"lease_until,omitempty"`
 	Attributes      map[string]string `json:"attributes,omitempty"`
+	Headers         map[string]string `json:"headers,omitempty"`
+	RequestID       string            `json:"request_id,omitempty"`
 	// Outbox is "pending" while some of its rows may be undelivered,
 	// "settled" after, "" with no rows.
 	Outbox string `json:"outbox,omitempty"`
@@ -163,7 +165,7 @@ func viewEvent(e inbox.Event, payload bool) *EventView {
 		Reruns: e.Reruns, LastError: e.LastError, DeadBy: e.DeadBy, CreatedAt: stamp(e.Created),
 		ReceivedAt: stamp(e.ReceivedAt), UpdatedAt: stamp(e.UpdatedAt), ProcessedAt: stamp(e.ProcessedAt),
 		DueAt: stamp(e.DueAt), ExpiresAt: stamp(e.ExpiresAt), LeaseOwner: e.LeaseOwner, LeaseUntil: stamp(e.LeaseUntil),
-		Attributes: e.Attributes,
+		Attributes: e.Attributes, Headers: e.Headers, RequestID: e.RequestID,
 	}
 	switch {
 	case e.OutboxPending:

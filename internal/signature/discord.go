@@ -199,3 +199,9 @@ func (d *Discord) Sign(r *Request, key []byte, now time.Time) error {
 	r.Header.Set(DiscordSignatureHeader, hex.EncodeToString(ed25519.Sign(priv, msg)))
 	return nil
 }
+
+// KeptHeaders lists the delivery headers kept with the event (see
+// HeaderKeeper).
+func (d *Discord) KeptHeaders() []string {
+	return []string{DiscordSignatureHeader, DiscordTimestampHeader}
+}

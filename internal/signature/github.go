@@ -285,3 +285,9 @@ func (g *GitHub) Sign(r *Request, key []byte, now time.Time) error {
 	r.Header.Set(GitHubLegacySignatureHeader, "sha1="+hex.EncodeToString(macOf(sha1.New, key, r.Body)))
 	return nil
 }
+
+// KeptHeaders lists the delivery headers kept with the event (see
+// HeaderKeeper).
+func (g *GitHub) KeptHeaders() []string {
+	return []string{GitHubSignatureHeader, GitHubLegacySignatureHeader, GitHubDeliveryHeader, GitHubEventHeader, GitHubHookIDHeader}
+}

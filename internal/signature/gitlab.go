@@ -338,3 +338,9 @@ func (g *GitLab) Sign(r *Request, key []byte, now time.Time) error {
 	r.Header.Set(GitLabWebhookSignatureHeader, "v1,"+base64.StdEncoding.EncodeToString(mac))
 	return nil
 }
+
+// KeptHeaders lists the delivery headers kept with the event (see
+// HeaderKeeper).
+func (g *GitLab) KeptHeaders() []string {
+	return []string{GitLabEventHeader, GitLabEventUUIDHeader, GitLabInstanceHeader, GitLabIdempotencyKeyHeader, GitLabWebhookIDHeader, GitLabWebhookTimestampHeader, GitLabWebhookSignatureHeader}
+}

@@ -421,3 +421,15 @@ func (s *HMAC) Sign(r *Request, key []byte, now time.Time) error {
 	r.Header.Set(s.header, s.prefix+enc)
 	return nil
 }
+
+// KeptHeaders lists the delivery headers kept with the event (see
+// HeaderKeeper): the configured signature, timestamp, id and type headers.
+func (s *HMAC) KeptHeaders() []string {
+	var out []string
+	for _, h := range []string{s.header, s.tsHeader, s.idHeader, s.typeHeader} {
+		if h != "" {
+			out = append(out, h)
+		}
+	}
+	return out
+}

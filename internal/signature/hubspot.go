@@ -311,3 +311,9 @@ func (s *HubSpot) Sign(r *Request, key []byte, now time.Time) error {
 	r.Header.Set(HubSpotSignatureHeader, base64.StdEncoding.EncodeToString(s.mac(key, *r, ts)))
 	return nil
 }
+
+// KeptHeaders lists the delivery headers kept with the event (see
+// HeaderKeeper).
+func (s *HubSpot) KeptHeaders() []string {
+	return []string{HubSpotSignatureHeader, HubSpotTimestampHeader}
+}

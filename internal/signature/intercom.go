@@ -111,3 +111,9 @@ func (i *Intercom) Sign(r *Request, key []byte, now time.Time) error {
 	r.Header.Set(IntercomSignatureHeader, "sha1="+hex.EncodeToString(macOf(sha1.New, key, r.Body)))
 	return nil
 }
+
+// KeptHeaders lists the delivery headers kept with the event (see
+// HeaderKeeper).
+func (i *Intercom) KeptHeaders() []string {
+	return []string{IntercomSignatureHeader}
+}

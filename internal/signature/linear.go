@@ -136,3 +136,9 @@ func (l *Linear) Sign(r *Request, key []byte, now time.Time) error {
 	r.Header.Set(LinearSignatureHeader, hex.EncodeToString(m.Sum(nil)))
 	return nil
 }
+
+// KeptHeaders lists the delivery headers kept with the event (see
+// HeaderKeeper).
+func (l *Linear) KeptHeaders() []string {
+	return []string{LinearSignatureHeader, LinearDeliveryHeader, LinearEventHeader}
+}

@@ -181,3 +181,9 @@ func (m *Meta) Sign(r *Request, key []byte, now time.Time) error {
 	r.Header.Set(MetaLegacySignatureHeader, "sha1="+hex.EncodeToString(macOf(sha1.New, key, r.Body)))
 	return nil
 }
+
+// KeptHeaders lists the delivery headers kept with the event (see
+// HeaderKeeper).
+func (m *Meta) KeptHeaders() []string {
+	return []string{MetaSignatureHeader, MetaLegacySignatureHeader}
+}

@@ -155,3 +155,9 @@ func (p *Paddle) Sign(r *Request, key []byte, now time.Time) error {
 	r.Header.Set(PaddleHeader, SignPaddle(r.Body, key, now))
 	return nil
 }
+
+// KeptHeaders lists the delivery headers kept with the event (see
+// HeaderKeeper).
+func (p *Paddle) KeptHeaders() []string {
+	return []string{PaddleHeader}
+}

@@ -305,3 +305,9 @@ func sendgridParsePrivate(key []byte) (*ecdsa.PrivateKey, error) {
 	}
 	return priv, nil
 }
+
+// KeptHeaders lists the delivery headers kept with the event (see
+// HeaderKeeper).
+func (s *SendGrid) KeptHeaders() []string {
+	return []string{SendGridSignatureHeader, SendGridTimestampHeader}
+}

@@ -232,3 +232,10 @@ func (s *Shopify) Sign(r *Request, key []byte, now time.Time) error {
 	r.Header.Set(name, SignShopify(r.Body, key))
 	return nil
 }
+
+// KeptHeaders lists the delivery headers kept with the event (see
+// HeaderKeeper).
+func (s *Shopify) KeptHeaders() []string {
+	return []string{ShopifyHMACHeader, ShopifyTopicHeader, ShopifyShopDomainHeader, ShopifyWebhookIDHeader, ShopifyEventIDHeader, ShopifyTriggeredAtHeader, ShopifyAPIVersionHeader,
+		ShopifyEventsHMACHeader, ShopifyEventsTopicHeader, ShopifyEventsShopDomainHeader, ShopifyEventsWebhookIDHeader, ShopifyEventsEventIDHeader, ShopifyEventsTriggeredAtHeader, ShopifyEventsAPIVersionHeader}
+}

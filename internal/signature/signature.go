@@ -106,6 +106,15 @@ type Splitter interface {
 	Split(r Request) ([]Identity, error)
 }
 
+// HeaderKeeper is implemented by every scheme: the delivery headers worth
+// keeping with the event, to trace a delivery or verify it again (delivery
+// ids, the signature and its timestamp). Never one that carries a secret
+// itself (GitLab's token, Authorization): ingest refuses to keep those
+// whatever a scheme says.
+type HeaderKeeper interface {
+	KeptHeaders() []string
+}
+
 // Signer is implemented by every scheme whose provider signs with a key we
 // can hold: it signs r as the provider would, for tests and local tooling.
 // For asymmetric schemes key is the private key whose public half is the

@@ -355,3 +355,9 @@ func (v *slackV0) sign(r *Request, key []byte, now time.Time) error {
 	r.Header.Set(v.sigHeader, "v0="+hex.EncodeToString(m.Sum(nil)))
 	return nil
 }
+
+// KeptHeaders lists the delivery headers kept with the event (see
+// HeaderKeeper).
+func (s *Slack) KeptHeaders() []string {
+	return []string{SlackSignatureHeader, SlackTimestampHeader, SlackRetryNumHeader, SlackRetryReasonHeader}
+}

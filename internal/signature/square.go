@@ -124,3 +124,9 @@ func (s *Square) Sign(r *Request, key []byte, now time.Time) error {
 	r.Header.Set(SquareHeader, SignSquare(s.url, r.Body, key))
 	return nil
 }
+
+// KeptHeaders lists the delivery headers kept with the event (see
+// HeaderKeeper).
+func (s *Square) KeptHeaders() []string {
+	return []string{SquareHeader, SquareLegacyHeader}
+}

@@ -354,3 +354,9 @@ func (s *StandardWebhooks) Sign(r *Request, key []byte, now time.Time) error {
 	r.Header.Set(n.sig, sig)
 	return nil
 }
+
+// KeptHeaders lists the delivery headers kept with the event (see
+// HeaderKeeper).
+func (s *StandardWebhooks) KeptHeaders() []string {
+	return []string{StandardWebhooksIDHeader, StandardWebhooksTimestampHeader, StandardWebhooksSignatureHeader, SvixIDHeader, SvixTimestampHeader, SvixSignatureHeader}
+}

@@ -156,3 +156,9 @@ func (s *Stripe) Sign(r *Request, key []byte, now time.Time) error {
 	r.Header.Set(StripeHeader, SignStripe(r.Body, key, now))
 	return nil
 }
+
+// KeptHeaders lists the delivery headers kept with the event (see
+// HeaderKeeper).
+func (s *Stripe) KeptHeaders() []string {
+	return []string{StripeHeader}
+}

@@ -623,3 +623,9 @@ func (s *Twilio) Sign(r *Request, key []byte, now time.Time) error {
 	r.Header.Set(TwilioSignatureHeader, base64.StdEncoding.EncodeToString(twilioMAC(nil, key, s.urls[0], r.RawQuery, &form)))
 	return nil
 }
+
+// KeptHeaders lists the delivery headers kept with the event (see
+// HeaderKeeper).
+func (s *Twilio) KeptHeaders() []string {
+	return []string{TwilioSignatureHeader, TwilioIdempotencyHeader}
+}

@@ -248,3 +248,9 @@ func (t *Twitch) Sign(r *Request, key []byte, now time.Time) error {
 	}
 	return nil
 }
+
+// KeptHeaders lists the delivery headers kept with the event (see
+// HeaderKeeper).
+func (t *Twitch) KeptHeaders() []string {
+	return []string{TwitchMessageIDHeader, TwitchTimestampHeader, TwitchTypeHeader, TwitchSignatureHeader, TwitchRetryHeader}
+}

@@ -151,3 +151,9 @@ func (z *Zoom) Handshake(r Request, secrets [][]byte) (Reply, bool, error) {
 func (z *Zoom) Sign(r *Request, key []byte, now time.Time) error {
 	return z.v0.sign(r, key, now)
 }
+
+// KeptHeaders lists the delivery headers kept with the event (see
+// HeaderKeeper).
+func (z *Zoom) KeptHeaders() []string {
+	return []string{ZoomSignatureHeader, ZoomTimestampHeader}
+}
