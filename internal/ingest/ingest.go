@@ -216,6 +216,15 @@ func (h *Handler) handle(ctx context.Context, req apigw.Request, now time.Time) 
 	if req.Method != http.MethodPost && !(req.Method == http.MethodGet && subscribes) {
 		return fail(http.StatusMethodNotAllowed, outcomeMethod, "method not allowed", errors.New("method "+req.Method))
 	}
+	sreq := signature.Request{Method: req.Method, Header: req.Header, RawQuery: req.RawQuery, Body: req.Body}
+	if account == "" && req.Method == http.MethodPost {
+		// A per-tenant source: the delivery's own (unverified) account
+		// chooses the secret, and only that secret's verification makes
+		// it the event's account.
+		if tenant, ok := src.Tenant(sreq); ok {
+			account = tenant
+		}
+	}
 	secretID := h.cfg.Sources.SecretID(src.Name, account)
 	keys, err := h.cfg.Secrets.Get(ctx, secretID)
 	switch {
@@ -224,7 +233,6 @@ func (h *Handler) handle(ctx context.Context, req apigw.Request, now time.Time) 
 	case err != nil:
 		return fail(http.StatusServiceUnavailable, outcomeError, "temporarily unavailable", err)
 	}
-	sreq := signature.Request{Method: req.Method, Header: req.Header, RawQuery: req.RawQuery, Body: req.Body}
 	if req.Method == http.MethodGet {
 		reply, err := sub.Subscribe(sreq, keys.VerifyTokens)
 		if err != nil {

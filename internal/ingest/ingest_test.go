@@ -750,3 +750,51 @@ func TestEverySchemeKeepsHeaders(t *testing.T) {
 type credentialScheme struct{ signature.Scheme }
 
 func (credentialScheme) KeptHeaders() []string { return []string{"Authorization", "X-Gitlab-Token"} }
+
+// TestPerTenantSource: on a per-tenant source the account a delivery names
+// chooses the secret, and only that secret's verification makes the event
+// that account's; a delivery naming another tenant's account with this
+// tenant's signature is refused and stores nothing.
+func TestPerTenantSource(t *testing.T) {
+	newTenantFixture := func(t *testing.T) *fixture {
+		f := newFixture(t)
+		set, err := source.Parse(`[{"name":"stripe","kind":"stripe","options":{"account_from":"payload"}}]`, "wi/")
+		if err != nil {
+			t.Fatal(err)
+		}
+		f.h.cfg.Sources = set
+		f.h.cfg.Secrets = fakeSecrets{"wi/stripe": {[]byte(testSecret)}, "wi/stripe/acct_A": {[]byte("whsec_A")}, "wi/stripe/acct_B": {[]byte("whsec_B")}}
+		return f
+	}
+	body := func(id, account string) string {
+		return fmt.Sprintf(`{"id":%q,"object":"event","account":%q,"created":1764500000,"type":"invoice.paid","data":{"object":{}}}`, id, account)
+	}
+	f := newTenantFixture(t)
+	if status, resp := do(t, f, signedRequest(body("evt_a", "acct_A"), "whsec_A", testNow)); status != http.StatusAccepted {
+		t.Fatalf("tenant A signed by A: got %d %v", status, resp)
+	}
+	if _, ok := f.store.events["stripe#acct_A#evt_a"]; !ok {
+		t.Errorf("stored %v, want stripe#acct_A#evt_a", f.store.events)
+	}
+	f = newTenantFixture(t)
+	if status, resp := do(t, f, signedRequest(body("evt_b", "acct_B"), "whsec_A", testNow)); status != http.StatusUnauthorized || len(f.store.events) != 0 {
+		t.Errorf("naming tenant B, signed by A: got %d %v, stored %d; want 401 and nothing", status, resp, len(f.store.events))
+	}
+	f = newTenantFixture(t)
+	if status, resp := do(t, f, signedRequest(body("evt_c", "acct_unknown"), "whsec_A", testNow)); status != http.StatusNotFound || len(f.store.events) != 0 {
+		t.Errorf("an unknown tenant: got %d %v; want 404 and nothing", status, resp)
+	}
+	// No account named: the source's own secret.
+	f = newTenantFixture(t)
+	if status, resp := do(t, f, signedRequest(invoiceBody, testSecret, testNow)); status != http.StatusAccepted || f.store.events["stripe##evt_1"].Key.Account != "" {
+		t.Errorf("no account: got %d %v", status, resp)
+	}
+	// A source that is not per-tenant ignores the account in the body.
+	f = newFixture(t)
+	if status, _ := do(t, f, signedRequest(body("evt_d", "acct_A"), testSecret, testNow)); status != http.StatusAccepted {
+		t.Errorf("not per-tenant: got %d", status)
+	}
+	if _, ok := f.store.events["stripe##evt_d"]; !ok {
+		t.Errorf("not per-tenant: stored %v", f.store.events)
+	}
+}

@@ -487,6 +487,12 @@ func acceptedUnix(t *testing.T, ts string) time.Time {
 // returns an identity (ok) or ErrInvalidPayload, nothing else.
 func fuzzIdentify(t *testing.T, s Scheme, r Request) (id Identity, ok bool) {
 	t.Helper()
+	// Tenant reads the same unverified bytes, before any verification.
+	if tn, isTenanter := s.(Tenanter); isTenanter {
+		if a, ok := tn.Tenant(r); ok && a == "" {
+			t.Fatalf("Tenant(%q): ok with an empty account", r.Body)
+		}
+	}
 	id, err := s.Identify(r)
 	if err != nil {
 		if !errors.Is(err, ErrInvalidPayload) {

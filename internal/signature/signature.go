@@ -106,6 +106,16 @@ type Splitter interface {
 	Split(r Request) ([]Identity, error)
 }
 
+// Tenanter is implemented by schemes whose provider names, inside the
+// delivery, the account it is for (Stripe Connect's "account", Slack's
+// "team_id"), so that one URL can serve several tenants, each with its own
+// secret. Tenant reads an unverified request: its answer may only choose
+// the secret to verify with, and the event is trusted only once that
+// secret verified it. ok is false when the delivery names none.
+type Tenanter interface {
+	Tenant(r Request) (account string, ok bool)
+}
+
 // HeaderKeeper is implemented by every scheme: the delivery headers worth
 // keeping with the event, to trace a delivery or verify it again (delivery
 // ids, the signature and its timestamp). Never one that carries a secret

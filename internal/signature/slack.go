@@ -361,3 +361,23 @@ func (v *slackV0) sign(r *Request, key []byte, now time.Time) error {
 func (s *Slack) KeptHeaders() []string {
 	return []string{SlackSignatureHeader, SlackTimestampHeader, SlackRetryNumHeader, SlackRetryReasonHeader}
 }
+
+var slackTenantFields = []string{"team_id"}
+
+// Tenant returns the workspace an Events API delivery (top-level
+// "team_id") or a slash command (form field team_id) names; see Tenanter.
+func (s *Slack) Tenant(r Request) (string, bool) {
+	if slackIsJSON(r.Body) {
+		var f [1][]byte
+		if err := jsonFields(r.Body, slackTenantFields, f[:]); err != nil || !jsonPresent(f[0]) {
+			return "", false
+		}
+		a, ok := jsonString(f[0])
+		return a, ok && a != ""
+	}
+	q, err := url.ParseQuery(string(r.Body))
+	if err != nil || len(q["team_id"]) != 1 || q.Get("team_id") == "" {
+		return "", false
+	}
+	return q.Get("team_id"), true
+}

@@ -162,3 +162,16 @@ func (s *Stripe) Sign(r *Request, key []byte, now time.Time) error {
 func (s *Stripe) KeptHeaders() []string {
 	return []string{StripeHeader}
 }
+
+var stripeTenantFields = []string{"account"}
+
+// Tenant returns the connected account a Connect event names (top-level
+// "account"); see Tenanter.
+func (s *Stripe) Tenant(r Request) (string, bool) {
+	var f [1][]byte
+	if err := jsonFields(r.Body, stripeTenantFields, f[:]); err != nil || !jsonPresent(f[0]) {
+		return "", false
+	}
+	a, ok := jsonString(f[0])
+	return a, ok && a != ""
+}

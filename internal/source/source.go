@@ -23,6 +23,13 @@ type Source struct {
 	Name   string
 	Kind   string
 	Scheme signature.Scheme
+	// Tenants says one URL serves several accounts of the provider, each
+	// with its own secret, and the delivery names its account (Stripe
+	// Connect's "account", Slack's "team_id"): that name, unverified,
+	// only chooses the secret (SecretID(name, account)); the event is
+	// trusted, and keyed under that account, only once that secret
+	// verified it. The scheme implements signature.Tenanter.
+	Tenants bool
 }
 
 // Set is the validated list of sources, looked up by name.
@@ -41,6 +48,8 @@ type config struct {
 		// URL is the public URL the provider calls, for schemes that sign it.
 		URL  string      `json:"url"`
 		HMAC hmacOptions `json:"hmac"`
+		// AccountFrom "payload" makes the source per-tenant (Source.Tenants).
+		AccountFrom string `json:"account_from"`
 	} `json:"options"`
 }
 
@@ -98,9 +107,47 @@ func Parse(sourcesJSON, secretsPrefix string) (*Set, error) {
 		if err != nil {
 			return nil, fmt.Errorf("SOURCES[%d] %s: %w", i, c.Name, err)
 		}
-		s.byName[c.Name] = &Source{Name: c.Name, Kind: c.Kind, Scheme: scheme}
+		src := &Source{Name: c.Name, Kind: c.Kind, Scheme: scheme}
+		switch c.Options.AccountFrom {
+		case "":
+		case "payload":
+			if _, ok := scheme.(signature.Tenanter); !ok {
+				return nil, fmt.Errorf("SOURCES[%d] %s: account_from payload: %s deliveries name no account (it works for %s)", i, c.Name, c.Kind, strings.Join(tenantKinds(), ", "))
+			}
+			src.Tenants = true
+		default:
+			return nil, fmt.Errorf("SOURCES[%d] %s: account_from %q: want \"payload\" or nothing", i, c.Name, c.Options.AccountFrom)
+		}
+		s.byName[c.Name] = src
 	}
 	return s, nil
+}
+
+// tenantKinds lists the kinds whose deliveries name their account.
+func tenantKinds() []string {
+	var out []string
+	for _, k := range signature.Kinds() {
+		if sc, err := signature.New(k, signature.Options{}); err == nil {
+			if _, ok := sc.(signature.Tenanter); ok {
+				out = append(out, k)
+			}
+		}
+	}
+	return out
+}
+
+// Tenant is the account a per-tenant source's unverified delivery names,
+// when it names a valid one: it only chooses the secret to verify with.
+func (s *Source) Tenant(r signature.Request) (string, bool) {
+	t, ok := s.Scheme.(signature.Tenanter)
+	if !s.Tenants || !ok {
+		return "", false
+	}
+	a, ok := t.Tenant(r)
+	if !ok || !validAccount(a) {
+		return "", false
+	}
+	return a, true
 }
 
 // NewSet returns a set of already built sources, for programmatic

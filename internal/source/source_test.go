@@ -230,3 +230,23 @@ func FuzzLookup(f *testing.F) {
 		}
 	})
 }
+
+func TestAccountFromPayload(t *testing.T) {
+	set, err := Parse(`[{"name":"stripe","kind":"stripe","options":{"account_from":"payload"}},{"name":"slack","kind":"slack","options":{"account_from":"payload"}}]`, "p/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range []string{"stripe", "slack"} {
+		if s, _ := set.Lookup(n, ""); !s.Tenants {
+			t.Errorf("%s: not per-tenant", n)
+		}
+	}
+	for cfg, want := range map[string]string{
+		`[{"name":"gh","kind":"github","options":{"account_from":"payload"}}]`:  "github deliveries name no account (it works for slack, stripe)",
+		`[{"name":"s","kind":"stripe","options":{"account_from":"header"}}]`:    `account_from "header"`,
+	} {
+		if _, err := Parse(cfg, "p/"); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: got %v, want %q", cfg, err, want)
+		}
+	}
+}
