@@ -242,8 +242,8 @@ func TestAccountFromPayload(t *testing.T) {
 		}
 	}
 	for cfg, want := range map[string]string{
-		`[{"name":"gh","kind":"github","options":{"account_from":"payload"}}]`:  "github deliveries name no account (it works for slack, stripe)",
-		`[{"name":"s","kind":"stripe","options":{"account_from":"header"}}]`:    `account_from "header"`,
+		`[{"name":"gh","kind":"github","options":{"account_from":"payload"}}]`: "github deliveries name no account (it works for slack, stripe)",
+		`[{"name":"s","kind":"stripe","options":{"account_from":"header"}}]`:   `account_from "header"`,
 	} {
 		if _, err := Parse(cfg, "p/"); err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("%s: got %v, want %q", cfg, err, want)
