@@ -20,7 +20,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
-	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
@@ -555,7 +554,7 @@ func TestCredentialsNeverStored(t *testing.T) {
 	}
 	out, err := e.db.GetItem(context.Background(), &dynamodb.GetItemInput{
 		TableName: aws.String(e.stack.Resources.TableName),
-		Key:       map[string]ddbtypes.AttributeValue{"pk": &ddbtypes.AttributeValueMemberS{Value: "event#stripe##evt_creds"}},
+		Key:       map[string]types.AttributeValue{"pk": &types.AttributeValueMemberS{Value: "event#stripe##evt_creds"}},
 	})
 	if err != nil || out.Item == nil {
 		t.Fatalf("get item: %v", err)
