@@ -5,13 +5,11 @@ package app
 
 import (
 	"context"
-	"fmt"
 	"log/slog"
 	"os"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
-	awsconfig "github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
@@ -47,9 +45,9 @@ func Load(ctx context.Context, getenv func(string) string, needs config.Need) (c
 	if err != nil {
 		return config.Config{}, aws.Config{}, nil, err
 	}
-	awsCfg, err := awsconfig.LoadDefaultConfig(ctx)
+	awsCfg, err := AWSFromEnv(getenv)
 	if err != nil {
-		return config.Config{}, aws.Config{}, nil, fmt.Errorf("aws config: %w", err)
+		return config.Config{}, aws.Config{}, nil, err
 	}
 	return cfg, awsCfg, obs.NewLogger(os.Stdout, cfg.LogLevel), nil
 }
