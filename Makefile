@@ -112,6 +112,13 @@ bench-processor: $(DYNOXIDE) ## Processor: a batch of 10 events against one, wit
 	      for (k in sum) printf "%-32s %8.1f ms  %5.2fx one event\n", k, sum[k] / n[k] / 1e6, sum[k] / n[k] / one }' | sort
 BENCH_BATCHES ?= 20
 
+.PHONY: bench-coldstart
+bench-coldstart: $(BIN)/aws-lambda-rie ## Each real bootstrap started under the Runtime Interface Emulator, start to first answer, beside a hello-world Go bootstrap in the same run (round robin); prints the ratios.
+	$(GO) test -run='^$$' -bench='^BenchmarkColdStart$$' -benchtime=$(BENCH_STARTS)x -count=$(BENCH_COUNT) ./infra/local/ \
+	  | awk '/^BenchmarkColdStart/ { for (i = 3; i < NF; i += 2) { v[$$(i+1)] += $$i; n[$$(i+1)]++ } } \
+	    END { for (k in v) if (k != "ns/op") printf "%-18s %8.2f\n", k, v[k] / n[k] }' | sort
+BENCH_STARTS ?= 30
+
 .PHONY: bench-units
 bench-units: $(DYNOXIDE) ## Each example path: DynamoDB capacity per event (as dynoxide reports it) and commit-to-receipt time.
 	DYNOXIDE=$(DYNOXIDE) $(GO) test -run='^$$' -bench='^BenchmarkExamplePaths$$' -benchtime=50x ./internal/processor/

@@ -65,6 +65,8 @@ func buildBootstrap(tb testing.TB, fn string) string {
 type function struct {
 	url  string
 	logs *syncBuffer
+	// stop kills it (the test's cleanup does too).
+	stop func()
 }
 
 // syncBuffer collects a child process's output while the test reads it.
@@ -84,6 +86,10 @@ func (b *syncBuffer) String() string {
 	defer b.mu.Unlock()
 	return b.buf.String()
 }
+
+// startPoll is how often startFunction checks the emulator is up; the
+// cold-start benchmark polls finer.
+var startPoll = 50 * time.Millisecond
 
 // startFunction runs bootstrap under aws-lambda-rie on loopback ports with
 // the given environment, and stops it when the test ends.
@@ -114,9 +120,15 @@ func startFunction(tb testing.TB, rie, bootstrap string, env map[string]string) 
 	if err := cmd.Start(); err != nil {
 		tb.Fatal(err)
 	}
+	var once sync.Once
+	stop := func() {
+		once.Do(func() {
+			_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+			_ = cmd.Wait()
+		})
+	}
 	tb.Cleanup(func() {
-		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-		_ = cmd.Wait()
+		stop()
 		if tb.Failed() {
 			tb.Logf("%s output:\n%s", filepath.Base(filepath.Dir(bootstrap)), logs)
 		}
@@ -131,9 +143,9 @@ func startFunction(tb testing.TB, rie, bootstrap string, env map[string]string) 
 		if time.Now().After(deadline) {
 			tb.Fatalf("emulator on %s did not start:\n%s", addr, logs)
 		}
-		time.Sleep(50 * time.Millisecond)
+		time.Sleep(startPoll)
 	}
-	return &function{url: "http://" + addr + "/2015-03-31/functions/function/invocations", logs: logs}
+	return &function{url: "http://" + addr + "/2015-03-31/functions/function/invocations", logs: logs, stop: stop}
 }
 
 // invoke sends one event and decodes the function's answer into out.
