@@ -109,14 +109,17 @@ func sleepCtx(ctx context.Context, d time.Duration) error {
 // attribute (epoch seconds, as DynamoDB's TTL requires) and the lease expiry
 // (epoch milliseconds).
 type item struct {
-	PK          string            `dynamodbav:"pk"`
-	Source      string            `dynamodbav:"source"`
-	Account     string            `dynamodbav:"account,omitempty"`
-	EventID     string            `dynamodbav:"event_id"`
-	Kind        string            `dynamodbav:"kind"`
-	EventType   string            `dynamodbav:"event_type"`
-	CreatedAt   string            `dynamodbav:"created_at,omitempty"`
-	Payload     []byte            `dynamodbav:"payload"`
+	PK        string `dynamodbav:"pk"`
+	Source    string `dynamodbav:"source"`
+	Account   string `dynamodbav:"account,omitempty"`
+	EventID   string `dynamodbav:"event_id"`
+	Kind      string `dynamodbav:"kind"`
+	EventType string `dynamodbav:"event_type"`
+	CreatedAt string `dynamodbav:"created_at,omitempty"`
+	// Payload is the payload as received, or PayloadZ its gzip (see
+	// compress): one of the two.
+	Payload     []byte            `dynamodbav:"payload,omitempty"`
+	PayloadZ    []byte            `dynamodbav:"payload_z,omitempty"`
 	Attributes  map[string]string `dynamodbav:"attributes,omitempty"`
 	Headers     map[string]string `dynamodbav:"headers,omitempty"`
 	RequestID   string            `dynamodbav:"request_id,omitempty"`
@@ -209,6 +212,9 @@ func toItem(e inbox.Event) item {
 		ProcessedAt: ts(e.ProcessedAt), LeaseOwner: e.LeaseOwner, DeadBy: e.DeadBy,
 		Touched: e.Touched, OutboxRows: e.OutboxRows, Reruns: e.Reruns, PreviousOutcome: string(e.PreviousOutcome),
 	}
+	if z, ok := compress(e.Payload); ok {
+		it.Payload, it.PayloadZ = nil, z
+	}
 	switch {
 	case e.Unfinished():
 		it.SweepShard = shard(e.Key)
@@ -265,7 +271,15 @@ func decode(av map[string]types.AttributeValue) (inbox.Event, error) {
 	if err := attributevalue.UnmarshalMap(av, &it); err != nil {
 		return inbox.Event{}, fmt.Errorf("decode item: %w", err)
 	}
-	return it.event(), nil
+	e := it.event()
+	if len(it.PayloadZ) > 0 {
+		p, err := decompress(it.PayloadZ)
+		if err != nil {
+			return inbox.Event{}, fmt.Errorf("decode item %s: %w", it.PK, err)
+		}
+		e.Payload = p
+	}
+	return e, nil
 }
 
 // Insert stores a new event in status received, decided by one conditional

@@ -49,14 +49,18 @@ const retention = time.Hour
 // returns a store over it.
 func mustStore(tb testing.TB) *inboxstore.Store {
 	tb.Helper()
-	cfg := mustDynamo(tb).SafeConfig()
-	db := dynamodb.NewFromConfig(cfg)
+	s, _ := newStoreOn(tb, dynamodb.NewFromConfig(mustDynamo(tb).SafeConfig()))
+	return s
+}
+
+// newStoreOn creates a fresh table through db and returns its store and name.
+func newStoreOn(tb testing.TB, db *dynamodb.Client) (*inboxstore.Store, string) {
+	tb.Helper()
 	name := fmt.Sprintf("inbox-%d", tables.Add(1))
-	_, err := db.CreateTable(context.Background(), inboxstore.TableInput(name))
-	if err != nil {
+	if _, err := db.CreateTable(context.Background(), inboxstore.TableInput(name)); err != nil {
 		tb.Fatalf("create table %s: %v", name, err)
 	}
-	return inboxstore.New(db, name, retention)
+	return inboxstore.New(db, name, retention), name
 }
 
 // unreachableStore returns a store whose client points at a closed port.
@@ -855,7 +859,7 @@ func TestUnfinishedIndex(t *testing.T) {
 func TestInvalid(t *testing.T) {
 	s := mustStore(t)
 	ctx := context.Background()
-	big := newEvent("evt_big", bytes.Repeat([]byte("x"), 410*1024))
+	big := newEvent("evt_big", incompressible(410*1024))
 	_, err := s.Insert(ctx, big, t0)
 	if !errors.Is(err, inbox.ErrInvalid) || errors.Is(err, inbox.ErrUnavailable) {
 		t.Errorf("item over 400 KB: got %v, want inbox.ErrInvalid", err)
