@@ -4,17 +4,24 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"os"
 	"strings"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/credentials"
+	"github.com/aws/aws-sdk-go-v2/credentials/endpointcreds"
 )
 
 // AWSFromEnv is the SDK configuration a Lambda function needs, from the
 // environment Lambda gives it: AWS_REGION, the execution role's
 // credentials (AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY,
-// AWS_SESSION_TOKEN), and AWS_ENDPOINT_URL where an emulator stands in for
-// AWS (the local stack, the Runtime Interface Emulator tests).
+// AWS_SESSION_TOKEN, or the local endpoint AWS_CONTAINER_CREDENTIALS_FULL_URI
+// serves them from), and AWS_ENDPOINT_URL where an emulator stands in for
+// AWS (the local stack, the Runtime Interface Emulator tests). The SDK's
+// defaults do the rest: standard retries, its HTTP client, regional
+// endpoints. Settings only the default loader reads (AWS_RETRY_MODE,
+// AWS_MAX_ATTEMPTS, AWS_ENDPOINT_URL_<SERVICE>, FIPS and dual-stack
+// endpoints, AWS_CA_BUNDLE) are not read; the template sets none.
 //
 // It replaces the SDK's config.LoadDefaultConfig, which also brings the
 // shared config files, SSO, STS web identity, IMDS and process
@@ -30,13 +37,28 @@ func AWSFromEnv(getenv func(string) string) (aws.Config, error) {
 	if region == "" {
 		errs = append(errs, errors.New("AWS_REGION is not set"))
 	}
+	cfg := aws.Config{Region: region}
 	id, secret := getenv("AWS_ACCESS_KEY_ID"), getenv("AWS_SECRET_ACCESS_KEY")
-	if id == "" || secret == "" {
-		errs = append(errs, errors.New("AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY are not set (Lambda sets them from the function's role)"))
-	}
-	cfg := aws.Config{
-		Region:      region,
-		Credentials: aws.NewCredentialsCache(credentials.NewStaticCredentialsProvider(id, secret, getenv("AWS_SESSION_TOKEN"))),
+	uri := strings.TrimSpace(getenv("AWS_CONTAINER_CREDENTIALS_FULL_URI"))
+	switch {
+	case id != "" && secret != "":
+		cfg.Credentials = aws.NewCredentialsCache(credentials.NewStaticCredentialsProvider(id, secret, getenv("AWS_SESSION_TOKEN")))
+	case uri != "":
+		// Where the runtime serves the role's credentials from a local
+		// endpoint instead (SnapStart, container runtimes): fetched, and
+		// refreshed before they expire.
+		token, tokenFile := getenv("AWS_CONTAINER_AUTHORIZATION_TOKEN"), getenv("AWS_CONTAINER_AUTHORIZATION_TOKEN_FILE")
+		cfg.Credentials = aws.NewCredentialsCache(endpointcreds.New(uri, func(o *endpointcreds.Options) {
+			o.AuthorizationToken = token
+			if tokenFile != "" {
+				o.AuthorizationTokenProvider = endpointcreds.TokenProviderFunc(func() (string, error) {
+					b, err := os.ReadFile(tokenFile)
+					return strings.TrimSpace(string(b)), err
+				})
+			}
+		}))
+	default:
+		errs = append(errs, errors.New("no credentials: AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, or AWS_CONTAINER_CREDENTIALS_FULL_URI, are not set (Lambda sets them from the function's role)"))
 	}
 	if e := strings.TrimSpace(getenv("AWS_ENDPOINT_URL")); e != "" {
 		u, err := url.Parse(e)

@@ -2,8 +2,12 @@ package app
 
 import (
 	"context"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 )
@@ -29,12 +33,28 @@ func TestAWSFromEnv(t *testing.T) {
 	if err != nil || aws.ToString(cfg.BaseEndpoint) != "http://127.0.0.1:4566" {
 		t.Errorf("endpoint: %v, %v", cfg.BaseEndpoint, err)
 	}
+	// Credentials from the runtime's endpoint.
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("Authorization") != "tok" {
+			http.Error(w, "no", http.StatusForbidden)
+			return
+		}
+		fmt.Fprintf(w, `{"AccessKeyId":"ASIAENDPOINT","SecretAccessKey":"s","Token":"t","Expiration":%q}`, time.Now().Add(time.Hour).UTC().Format(time.RFC3339))
+	}))
+	defer srv.Close()
+	cfg, err = AWSFromEnv(env("AWS_REGION", "us-east-1", "AWS_CONTAINER_CREDENTIALS_FULL_URI", srv.URL, "AWS_CONTAINER_AUTHORIZATION_TOKEN", "tok"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if creds, err := cfg.Credentials.Retrieve(context.Background()); err != nil || creds.AccessKeyID != "ASIAENDPOINT" || !creds.CanExpire {
+		t.Errorf("endpoint credentials: %+v, %v", creds, err)
+	}
 	for _, c := range []struct {
 		env  []string
 		want string
 	}{
 		{nil, "AWS_REGION is not set"},
-		{[]string{"AWS_DEFAULT_REGION", "us-east-1"}, "AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY are not set"},
+		{[]string{"AWS_DEFAULT_REGION", "us-east-1"}, "no credentials"},
 		{append(lambda, "AWS_ENDPOINT_URL", "localhost:4566"), "want an absolute http or https URL"},
 	} {
 		if _, err := AWSFromEnv(env(c.env...)); err == nil || !strings.Contains(err.Error(), c.want) {

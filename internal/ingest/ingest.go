@@ -217,12 +217,18 @@ func (h *Handler) handle(ctx context.Context, req apigw.Request, now time.Time) 
 		return fail(http.StatusMethodNotAllowed, outcomeMethod, "method not allowed", errors.New("method "+req.Method))
 	}
 	sreq := signature.Request{Method: req.Method, Header: req.Header, RawQuery: req.RawQuery, Body: req.Body}
-	if account == "" && req.Method == http.MethodPost {
+	if req.Method == http.MethodPost {
 		// A per-tenant source: the delivery's own (unverified) account
 		// chooses the secret, and only that secret's verification makes
-		// it the event's account.
+		// it the event's account. On a path with an account, the
+		// delivery must name that one or none.
 		if tenant, ok := src.Tenant(sreq); ok {
-			account = tenant
+			switch {
+			case account == "":
+				account = tenant
+			case tenant != account:
+				return fail(http.StatusBadRequest, outcomeInvalid, "account does not match the endpoint", fmt.Errorf("path account %q, delivery account %q", account, tenant))
+			}
 		}
 	}
 	secretID := h.cfg.Sources.SecretID(src.Name, account)

@@ -784,6 +784,13 @@ func TestPerTenantSource(t *testing.T) {
 	if status, resp := do(t, f, signedRequest(body("evt_c", "acct_unknown"), "whsec_A", testNow)); status != http.StatusNotFound || len(f.store.events) != 0 {
 		t.Errorf("an unknown tenant: got %d %v; want 404 and nothing", status, resp)
 	}
+	// On a path with an account, the delivery may not name another.
+	f = newTenantFixture(t)
+	onPath := signedRequest(body("evt_e", "acct_B"), "whsec_A", testNow)
+	onPath.PathParameters = map[string]string{"source": "stripe", "account": "acct_A"}
+	if status, resp := do(t, f, onPath); status != http.StatusBadRequest || len(f.store.events) != 0 {
+		t.Errorf("path acct_A, body acct_B: got %d %v, stored %d; want 400 and nothing", status, resp, len(f.store.events))
+	}
 	// No account named: the source's own secret.
 	f = newTenantFixture(t)
 	if status, resp := do(t, f, signedRequest(invoiceBody, testSecret, testNow)); status != http.StatusAccepted || f.store.events["stripe##evt_1"].Key.Account != "" {

@@ -122,8 +122,10 @@ func (s *Store) Previous(ctx context.Context, id string) (source.Keys, error) {
 	s.mu.Lock()
 	cur, ok := s.cache[id]
 	s.mu.Unlock()
-	if !ok || cur.err != nil {
-		// Get comes first; without a current version there is no window.
+	if !ok || cur.err != nil || !now.Before(cur.until) {
+		// The current version first, fresh (a second rotation may have
+		// made the one cached the previous); without one there is no
+		// window.
 		if _, err := s.Get(ctx, id); err != nil {
 			return source.Keys{}, err
 		}
@@ -177,8 +179,14 @@ func (s *Store) putPrev(id string, e entry) {
 				delete(s.prev, k)
 			}
 		}
-		if len(s.prev) >= maxEntries {
-			return
+		// Still full (over a thousand secrets inside their windows): one
+		// goes, so that every answer is still remembered and no secret
+		// costs a call per request.
+		for k := range s.prev {
+			if len(s.prev) < maxEntries {
+				break
+			}
+			delete(s.prev, k)
 		}
 	}
 	s.prev[id] = e

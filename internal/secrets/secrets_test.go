@@ -407,3 +407,30 @@ func TestPreviousDuringRotationWindow(t *testing.T) {
 		t.Errorf("%d AWSPREVIOUS calls with no window, want still 2", n)
 	}
 }
+
+// TestPreviousCacheFull: with more secrets inside their windows than the
+// cache holds, each answer is still remembered: a secret costs one call,
+// not one per request.
+func TestPreviousCacheFull(t *testing.T) {
+	sm := mustClient(t)
+	ctx := context.Background()
+	id := mustSecret(t, sm, "whsec_old")
+	if _, err := sm.PutSecretValue(ctx, &secretsmanager.PutSecretValueInput{SecretId: aws.String(id), SecretString: aws.String("whsec_new")}); err != nil {
+		t.Fatal(err)
+	}
+	api := &countingAPI{API: sm, calls: map[string]int{}}
+	s, c := newTestStore(api, 5*time.Minute)
+	s.WithRotationWindow(time.Hour)
+	c.set(time.Now())
+	for i := range maxEntries {
+		s.prev[fmt.Sprintf("filler-%d", i)] = entry{until: time.Now().Add(time.Hour)}
+	}
+	for range 20 {
+		if _, err := s.Previous(ctx, id); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := api.count("AWSPREVIOUS"); n != 1 {
+		t.Errorf("%d AWSPREVIOUS calls with the cache full, want 1", n)
+	}
+}

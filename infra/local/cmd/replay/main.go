@@ -18,10 +18,10 @@ import (
 	"strings"
 	"time"
 
-	awsconfig "github.com/aws/aws-sdk-go-v2/config"
 
 	"github.com/webhook-inbox/webhook-inbox/infra/local"
 	"github.com/webhook-inbox/webhook-inbox/infra/local/template"
+	"github.com/webhook-inbox/webhook-inbox/internal/app"
 	"github.com/webhook-inbox/webhook-inbox/internal/awstest"
 	"github.com/webhook-inbox/webhook-inbox/internal/obs"
 	"github.com/webhook-inbox/webhook-inbox/internal/replay"
@@ -80,7 +80,7 @@ func run() error {
 	// handler stops before it with a summary that says how to go on.
 	ctx, cancel := context.WithTimeout(context.Background(), fn.Timeout)
 	defer cancel()
-	cfg, err := awsconfig.LoadDefaultConfig(ctx)
+	cfg, err := app.AWSFromEnv(os.Getenv)
 	if err != nil {
 		return err
 	}

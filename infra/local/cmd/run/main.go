@@ -24,11 +24,11 @@ import (
 	"time"
 
 	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
-	awsconfig "github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
 	"github.com/webhook-inbox/webhook-inbox/infra/local"
 	"github.com/webhook-inbox/webhook-inbox/infra/local/template"
+	"github.com/webhook-inbox/webhook-inbox/internal/app"
 	"github.com/webhook-inbox/webhook-inbox/internal/awstest"
 	"github.com/webhook-inbox/webhook-inbox/internal/obs"
 )
@@ -83,7 +83,7 @@ func run() error {
 	} {
 		os.Setenv(k, v)
 	}
-	cfg, err := awsconfig.LoadDefaultConfig(ctx)
+	cfg, err := app.AWSFromEnv(os.Getenv)
 	if err != nil {
 		return err
 	}
