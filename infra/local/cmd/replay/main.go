@@ -18,7 +18,6 @@ import (
 	"strings"
 	"time"
 
-
 	"github.com/webhook-inbox/webhook-inbox/infra/local"
 	"github.com/webhook-inbox/webhook-inbox/infra/local/template"
 	"github.com/webhook-inbox/webhook-inbox/internal/app"
