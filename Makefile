@@ -112,6 +112,11 @@ bench-processor: $(DYNOXIDE) ## Processor: a batch of 10 events against one, wit
 	      for (k in sum) printf "%-32s %8.1f ms  %5.2fx one event\n", k, sum[k] / n[k] / 1e6, sum[k] / n[k] / one }' | sort
 BENCH_BATCHES ?= 20
 
+.PHONY: cost
+COST_N ?= 200
+cost: moto dynoxide-if-any ## The AWS bill per million events of each example path, measured through the local stack, beside its floor (COST_N deliveries a path).
+	$(GO) run ./infra/cost -n $(COST_N)
+
 .PHONY: bench-coldstart
 bench-coldstart: $(BIN)/aws-lambda-rie ## Each real bootstrap started under the Runtime Interface Emulator, start to first answer, beside a hello-world Go bootstrap in the same run (round robin); prints the ratios.
 	$(GO) test -run='^$$' -bench='^BenchmarkColdStart$$' -benchtime=$(BENCH_STARTS)x -count=$(BENCH_COUNT) ./infra/local/ \

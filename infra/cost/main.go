@@ -1,0 +1,407 @@
+// Command cost is `make cost`: the AWS bill per million events of each
+// shipped example's paths, measured by running N signed deliveries of each
+// through the local stack (the real ingest and processor handlers, the SQS
+// event source as the local poller runs it) with an SDK middleware that
+// counts every AWS call and the DynamoDB capacity it consumed, beside the
+// floor of what these guarantees need at the least, and the ratio.
+//
+// What is measured here stands for Lambda's run in one respect only
+// approximately: durations are this machine's against emulators on
+// loopback (the GB-seconds line says so). Capacity units are dynoxide's
+// ReturnConsumedCapacity, which follows DynamoDB's rules (a unit per KB
+// written, twice inside a transaction, index entries included) except
+// that it does not bill a write whose condition is refused (DynamoDB
+// does: the duplicate path adds the stored event's units).
+package main
+
+import (
+	"bytes"
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"math"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"regexp"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/aws/aws-lambda-go/events"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	"github.com/aws/smithy-go/middleware"
+
+	"github.com/webhook-inbox/webhook-inbox/infra/local"
+	"github.com/webhook-inbox/webhook-inbox/internal/app"
+	"github.com/webhook-inbox/webhook-inbox/internal/awstest"
+	"github.com/webhook-inbox/webhook-inbox/internal/obs"
+)
+
+// Prices: us-east-1, on-demand list prices as published by AWS in 2025
+// (check aws.amazon.com/pricing before relying on them), in dollars.
+const (
+	priceAPIRequest   = 1.00 / 1e6       // HTTP API, first 300 million a month
+	priceLambdaGBs    = 0.0000133334     // arm64, per GB-second
+	priceLambdaInvoke = 0.20 / 1e6       // per request
+	priceWRU          = 0.625 / 1e6      // DynamoDB on-demand write request unit (standard table class)
+	priceRRU          = 0.125 / 1e6      // read request unit
+	priceSQSRequest   = 0.40 / 1e6       // standard queue, per 64 KB request
+	priceSecretsCall  = 0.05 / 1e4       // Secrets Manager API call
+	priceLogsGB       = 0.50 / (1 << 30) // CloudWatch Logs ingestion, per byte
+	lambdaGB          = 0.25             // MemorySize 256 in template.yaml
+	batchSize         = 10               // ProcessorBatchSize default
+)
+
+func main() {
+	n := flag.Int("n", 100, "deliveries per path")
+	flag.Parse()
+	if err := run(*n, os.Stdout); err != nil {
+		fmt.Fprintln(os.Stderr, "cost:", err)
+		os.Exit(1)
+	}
+}
+
+// meter counts the AWS calls by service and operation, and DynamoDB's
+// consumed capacity.
+type meter struct {
+	mu        sync.Mutex
+	calls     map[string]int
+	wru, rru  float64
+	logBytes  int64
+	lambdaMS  float64 // billed: each invocation rounded up to 1 ms
+	invokes   int
+	txnWRU    float64
+	ingestWRU float64
+}
+
+func newMeter() *meter { return &meter{calls: map[string]int{}} }
+
+func (m *meter) Write(p []byte) (int, error) {
+	m.mu.Lock()
+	m.logBytes += int64(len(p))
+	m.mu.Unlock()
+	return len(p), nil
+}
+
+func (m *meter) invoked(d time.Duration) {
+	m.mu.Lock()
+	m.invokes++
+	m.lambdaMS += math.Ceil(float64(d) / float64(time.Millisecond))
+	m.mu.Unlock()
+}
+
+func (m *meter) middleware(s *middleware.Stack) error {
+	return s.Initialize.Add(middleware.InitializeMiddlewareFunc("cost", func(ctx context.Context, in middleware.InitializeInput, next middleware.InitializeHandler) (middleware.InitializeOutput, middleware.Metadata, error) {
+		switch p := in.Parameters.(type) {
+		case *dynamodb.PutItemInput:
+			p.ReturnConsumedCapacity = types.ReturnConsumedCapacityTotal
+		case *dynamodb.UpdateItemInput:
+			p.ReturnConsumedCapacity = types.ReturnConsumedCapacityTotal
+		case *dynamodb.TransactWriteItemsInput:
+			p.ReturnConsumedCapacity = types.ReturnConsumedCapacityTotal
+		case *dynamodb.GetItemInput:
+			p.ReturnConsumedCapacity = types.ReturnConsumedCapacityTotal
+		case *dynamodb.QueryInput:
+			p.ReturnConsumedCapacity = types.ReturnConsumedCapacityTotal
+		}
+		out, md, err := next.HandleInitialize(ctx, in)
+		op := middleware.GetServiceID(ctx) + "." + middleware.GetOperationName(ctx)
+		var cc []types.ConsumedCapacity
+		write := true
+		switch r := out.Result.(type) {
+		case *dynamodb.PutItemOutput:
+			if r.ConsumedCapacity != nil {
+				cc = append(cc, *r.ConsumedCapacity)
+			}
+		case *dynamodb.UpdateItemOutput:
+			if r.ConsumedCapacity != nil {
+				cc = append(cc, *r.ConsumedCapacity)
+			}
+		case *dynamodb.TransactWriteItemsOutput:
+			cc = r.ConsumedCapacity
+		case *dynamodb.GetItemOutput:
+			write = false
+			if r.ConsumedCapacity != nil {
+				cc = append(cc, *r.ConsumedCapacity)
+			}
+		case *dynamodb.QueryOutput:
+			write = false
+			if r.ConsumedCapacity != nil {
+				cc = append(cc, *r.ConsumedCapacity)
+			}
+		}
+		m.mu.Lock()
+		m.calls[op]++
+		for _, c := range cc {
+			u := 0.0
+			switch {
+			case write && c.WriteCapacityUnits != nil:
+				u = *c.WriteCapacityUnits
+			case !write && c.ReadCapacityUnits != nil:
+				u = *c.ReadCapacityUnits
+			case c.CapacityUnits != nil:
+				u = *c.CapacityUnits
+			}
+			if write {
+				m.wru += u
+				if op == "DynamoDB.TransactWriteItems" {
+					m.txnWRU += u
+				}
+				if op == "DynamoDB.PutItem" {
+					m.ingestWRU += u
+				}
+			} else {
+				m.rru += u
+			}
+		}
+		m.mu.Unlock()
+		return out, md, err
+	}), middleware.After)
+}
+
+// path is one way an example's delivery goes.
+type path struct {
+	name, source string
+	// deliver makes delivery i: a fresh one, or one sent before.
+	deliver func(i int) (*http.Request, []byte)
+	// setup, if set, runs uncounted before the path.
+	setup func(i int) (*http.Request, []byte)
+	// new says the delivery stores an event (else it is a duplicate).
+	new bool
+}
+
+func run(n int, out io.Writer) error {
+	ctx := context.Background()
+	for name, to := range map[string]*string{"testdata/corpus/github/push/payload.json": &pushBody, local.SampleStripeEvent: &stripeBody} {
+		b, err := os.ReadFile(name)
+		if err != nil {
+			return fmt.Errorf("%w (run from the repository's root)", err)
+		}
+		*to = string(b)
+	}
+	dir, err := os.MkdirTemp("", "cost")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir)
+	aws, err := local.StartAWS(ctx, 0, dir)
+	if err != nil {
+		return err
+	}
+	defer aws.Stop()
+	for k, v := range map[string]string{"AWS_ENDPOINT_URL": aws.Endpoint, "AWS_REGION": awstest.Region, "AWS_ACCESS_KEY_ID": "test", "AWS_SECRET_ACCESS_KEY": "test"} {
+		os.Setenv(k, v)
+	}
+	cfg, err := app.AWSFromEnv(os.Getenv)
+	if err != nil {
+		return err
+	}
+	m := newMeter()
+	cfg.APIOptions = append(cfg.APIOptions, m.middleware)
+	sources, err := local.LoadSources("infra/local/sources.json")
+	if err != nil {
+		return err
+	}
+	stack, err := local.Setup(ctx, cfg, "template.yaml", sources, nil, obs.NewLogger(m, slog.LevelInfo))
+	if err != nil {
+		return err
+	}
+	poller := stack.Poller(sqs.NewFromConfig(cfg), awstest.Region, slog.New(slog.DiscardHandler))
+	handle := poller.Handler
+	poller.Handler = func(ctx context.Context, e events.SQSEvent) (events.SQSEventResponse, error) {
+		start := time.Now()
+		r, err := handle(ctx, e)
+		m.invoked(time.Since(start))
+		return r, err
+	}
+	// A receiver for the receipts, answering 200.
+	receiver := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {}))
+	defer receiver.Close()
+
+	stripe, err := signer(sources, "stripe")
+	if err != nil {
+		return err
+	}
+	github, err := signer(sources, "github")
+	if err != nil {
+		return err
+	}
+	paths := []path{
+		{name: "stripe invoice.paid, new", source: "stripe", new: true, deliver: func(i int) (*http.Request, []byte) {
+			return stripe(invoice("evt_new_%d", "in_new_%d", i))
+		}},
+		{name: "stripe invoice.paid, duplicate delivery", source: "stripe",
+			setup:   func(i int) (*http.Request, []byte) { return stripe(invoice("evt_dup_%d", "in_dup_%d", i)) },
+			deliver: func(i int) (*http.Request, []byte) { return stripe(invoice("evt_dup_%d", "in_dup_%d", i)) }},
+		{name: "stripe same invoice, other event", source: "stripe", new: true,
+			setup: func(i int) (*http.Request, []byte) { return stripe(invoice("evt_first_%d", "in_same_%d", i)) },
+			deliver: func(i int) (*http.Request, []byte) {
+				return stripe(strings.Replace(invoice("evt_second_%d", "in_same_%d", i), `"invoice.paid"`, `"invoice.payment_succeeded"`, 1))
+			}},
+		{name: "github push, new", source: "github", new: true, deliver: func(i int) (*http.Request, []byte) {
+			return github(pushBody, fmt.Sprintf("push-new-%d", i))
+		}},
+		{name: "github push, duplicate delivery", source: "github",
+			setup:   func(i int) (*http.Request, []byte) { return github(pushBody, fmt.Sprintf("push-dup-%d", i)) },
+			deliver: func(i int) (*http.Request, []byte) { return github(pushBody, fmt.Sprintf("push-dup-%d", i)) }},
+	}
+	fmt.Fprintf(out, "per million events, us-east-1 on-demand list prices (2025); %d deliveries a path; durations are this machine's\n\n", n)
+	fmt.Fprintf(out, "%-40s %9s %9s %7s %7s %6s %6s %8s %8s %6s\n", "path", "$/M", "floor $/M", "ratio", "WRU", "RRU", "SQS", "Lambda ms", "log B", "calls")
+	for _, p := range paths {
+		if p.setup != nil {
+			for i := range n {
+				r, body := p.setup(i)
+				if err := ingest(ctx, stack, r, body); err != nil {
+					return err
+				}
+			}
+			if err := drain(ctx, poller); err != nil {
+				return err
+			}
+		}
+		*m = meter{calls: map[string]int{}}
+		for i := range n {
+			start := time.Now()
+			r, body := p.deliver(i)
+			if err := ingest(ctx, stack, r, body); err != nil {
+				return err
+			}
+			m.invoked(time.Since(start))
+		}
+		if err := drain(ctx, poller); err != nil {
+			return err
+		}
+		if p.new {
+			stored[p.source] = m.ingestWRU / float64(n)
+		}
+		report(out, p, m, n, stored[p.source])
+	}
+	return nil
+}
+
+// stored is the write units of a stored event of each source, from its
+// new path: what DynamoDB bills a duplicate's refused Put.
+var stored = map[string]float64{}
+
+// The corpus payloads the paths send (run reads them).
+var pushBody, stripeBody string
+
+var (
+	firstID   = regexp.MustCompile(`"id": ?"evt_[A-Za-z0-9]+"`)
+	invoiceID = regexp.MustCompile(`"in_[A-Za-z0-9]+"`)
+)
+
+// invoice is the corpus's invoice.paid with its event and invoice ids made
+// from i.
+func invoice(evt, in string, i int) string {
+	b := firstID.ReplaceAllString(stripeBody, fmt.Sprintf(`"id": "`+evt+`"`, i))
+	return invoiceID.ReplaceAllString(b, fmt.Sprintf(`"`+in+`"`, i))
+}
+
+// signer returns a function that signs a body (and a delivery id, for
+// schemes that carry one in a header) for the named local source.
+func signer(sources local.SourcesFile, name string) (func(body string, delivery ...string) (*http.Request, []byte), error) {
+	src, err := sources.Source(name)
+	if err != nil {
+		return nil, err
+	}
+	sample, err := local.LoadSample(".", name)
+	if err != nil {
+		return nil, err
+	}
+	return func(body string, delivery ...string) (*http.Request, []byte) {
+		s := sample
+		s.Body, s.BodyFile = body, ""
+		if len(delivery) > 0 {
+			s.Headers = map[string]string{}
+			for k, v := range sample.Headers {
+				s.Headers[k] = v
+			}
+			s.Headers["X-GitHub-Delivery"] = delivery[0]
+		}
+		req, err := s.Signed(".", src, time.Now())
+		if err != nil {
+			panic(err)
+		}
+		hr := httptest.NewRequest(http.MethodPost, "https://api.example/webhooks/"+name, bytes.NewReader(req.Body))
+		hr.Header = req.Header
+		return hr, req.Body
+	}, nil
+}
+
+func ingest(ctx context.Context, stack *local.Stack, r *http.Request, body []byte) error {
+	ev, ok := local.EventFromRequest(r, body, time.Now())
+	if !ok {
+		return fmt.Errorf("no route for %s", r.URL.Path)
+	}
+	resp, err := stack.Ingest.HandleV2(ctx, ev)
+	if err != nil {
+		return err
+	}
+	if resp.StatusCode != http.StatusAccepted && resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("ingest answered %d %s", resp.StatusCode, resp.Body)
+	}
+	return nil
+}
+
+func drain(ctx context.Context, p *local.Poller) error {
+	for range 10000 {
+		got, err := p.PollOnce(ctx)
+		if err != nil {
+			return err
+		}
+		if got == 0 {
+			return nil
+		}
+	}
+	return fmt.Errorf("the main queue did not empty")
+}
+
+// report prints one path's bill per million deliveries beside its floor:
+// one API request, one conditional write of the stored event, one send,
+// receive and delete batched by ten, one transaction over a small status
+// item (1 KB) and the effects, no reads, and Lambda's invocations at the
+// same measured durations (for a duplicate: the request and the refused
+// write).
+func report(out io.Writer, p path, m *meter, n int, storedUnits float64) {
+	per := func(v float64) float64 { return v / float64(n) }
+	sqsReq := 0
+	secrets := 0
+	var calls []string
+	for op, c := range m.calls {
+		if strings.HasPrefix(op, "SQS.") {
+			sqsReq += c
+		}
+		if strings.HasPrefix(op, "Secrets Manager.") {
+			secrets += c
+		}
+		calls = append(calls, fmt.Sprintf("%s %.2f", op, per(float64(c))))
+	}
+	sort.Strings(calls)
+	wru := m.wru
+	if !p.new {
+		// DynamoDB bills the refused Put as the write it would have been.
+		wru += storedUnits * float64(n)
+	}
+	gbs := m.lambdaMS / 1000 * lambdaGB
+	bill := float64(n)*priceAPIRequest + gbs*priceLambdaGBs + float64(m.invokes)*priceLambdaInvoke +
+		wru*priceWRU + m.rru*priceRRU + float64(sqsReq)*priceSQSRequest + float64(secrets)*priceSecretsCall + float64(m.logBytes)*priceLogsGB
+
+	// The floor, per delivery.
+	floorWRU, floorSQS := storedUnits, 0.0
+	if p.new {
+		effects := math.Max(per(m.txnWRU)-2*storedUnits, 0)
+		floorWRU += 2*1 + effects
+		floorSQS = 1 + 2.0/batchSize
+	}
+	floor := priceAPIRequest + per(gbs)*priceLambdaGBs + per(float64(m.invokes))*priceLambdaInvoke + floorWRU*priceWRU + floorSQS*priceSQSRequest
+	perM := func(v float64) float64 { return v * 1e6 }
+	fmt.Fprintf(out, "%-40s %9.2f %9.2f %6.2fx %7.2f %6.2f %6.2f %8.2f %8.0f\n    %s\n",
+		p.name, perM(bill/float64(n)), perM(floor), bill/float64(n)/floor, per(wru), per(m.rru), per(float64(sqsReq)), per(m.lambdaMS), per(float64(m.logBytes)), strings.Join(calls, ", "))
+}
