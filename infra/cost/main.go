@@ -245,11 +245,11 @@ func run(n int, out io.Writer) error {
 				return stripe(strings.Replace(invoice("evt_second_%d", "in_same_%d", i), `"invoice.paid"`, `"invoice.payment_succeeded"`, 1))
 			}},
 		{name: "github push, new", source: "github", new: true, deliver: func(i int) (*http.Request, []byte) {
-			return github(pushBody, fmt.Sprintf("push-new-%d", i))
+			return github(push(i), fmt.Sprintf("push-new-%d", i))
 		}},
 		{name: "github push, duplicate delivery", source: "github",
-			setup:   func(i int) (*http.Request, []byte) { return github(pushBody, fmt.Sprintf("push-dup-%d", i)) },
-			deliver: func(i int) (*http.Request, []byte) { return github(pushBody, fmt.Sprintf("push-dup-%d", i)) }},
+			setup:   func(i int) (*http.Request, []byte) { return github(push(n+i), fmt.Sprintf("push-dup-%d", i)) },
+			deliver: func(i int) (*http.Request, []byte) { return github(push(n+i), fmt.Sprintf("push-dup-%d", i)) }},
 	}
 	fmt.Fprintf(out, "per million events, us-east-1 on-demand list prices (2025); %d deliveries a path; durations are this machine's\n\n", n)
 	fmt.Fprintf(out, "%-40s %9s %9s %7s %7s %6s %6s %8s %8s %6s\n", "path", "$/M", "floor $/M", "ratio", "WRU", "RRU", "SQS", "Lambda ms", "log B", "calls")
@@ -293,15 +293,26 @@ var stored = map[string]float64{}
 var pushBody, stripeBody string
 
 var (
-	firstID   = regexp.MustCompile(`"id": ?"evt_[A-Za-z0-9]+"`)
-	invoiceID = regexp.MustCompile(`"in_[A-Za-z0-9]+"`)
+	firstID    = regexp.MustCompile(`"id": ?"evt_[A-Za-z0-9]+"`)
+	invoiceID  = regexp.MustCompile(`"in_[A-Za-z0-9]+"`)
+	customerID = regexp.MustCompile(`"cus_[A-Za-z0-9]+"`)
 )
 
 // invoice is the corpus's invoice.paid with its event and invoice ids made
-// from i.
+// from i, and a customer of its own per invoice: a stream of one
+// customer's invoices all in one period would make every membership update
+// after the first stale, and each commit be refused once and retried.
 func invoice(evt, in string, i int) string {
 	b := firstID.ReplaceAllString(stripeBody, fmt.Sprintf(`"id": "`+evt+`"`, i))
-	return invoiceID.ReplaceAllString(b, fmt.Sprintf(`"`+in+`"`, i))
+	inv := fmt.Sprintf(in, i)
+	b = customerID.ReplaceAllString(b, `"cus_`+strings.TrimPrefix(inv, "in_")+`"`)
+	return invoiceID.ReplaceAllString(b, `"`+inv+`"`)
+}
+
+// push is the corpus's push to a repository of its own per i: the same
+// commits pushed to one repository again would be duplicate facts.
+func push(i int) string {
+	return strings.ReplaceAll(pushBody, "Codertocat/Hello-World", fmt.Sprintf("Codertocat/Hello-World-%d", i))
 }
 
 // signer returns a function that signs a body (and a delivery id, for
