@@ -32,8 +32,6 @@ import (
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/smithy-go/middleware"
 
@@ -67,17 +65,16 @@ func main() {
 	}
 }
 
-// meter counts the AWS calls by service and operation, and DynamoDB's
-// consumed capacity.
+// meter counts the AWS calls by service and operation (and, through its
+// Capacity, DynamoDB's consumed units), the log bytes and Lambda's billed
+// milliseconds.
 type meter struct {
-	mu        sync.Mutex
-	calls     map[string]int
-	wru, rru  float64
-	logBytes  int64
-	lambdaMS  float64 // billed: each invocation rounded up to 1 ms
-	invokes   int
-	txnWRU    float64
-	ingestWRU float64
+	awstest.Capacity
+	mu       sync.Mutex
+	calls    map[string]int
+	logBytes int64
+	lambdaMS float64 // billed: each invocation rounded up to 1 ms
+	invokes  int
 }
 
 func newMeter() *meter { return &meter{calls: map[string]int{}} }
@@ -96,72 +93,21 @@ func (m *meter) invoked(d time.Duration) {
 	m.mu.Unlock()
 }
 
-func (m *meter) middleware(s *middleware.Stack) error {
-	return s.Initialize.Add(middleware.InitializeMiddlewareFunc("cost", func(ctx context.Context, in middleware.InitializeInput, next middleware.InitializeHandler) (middleware.InitializeOutput, middleware.Metadata, error) {
-		switch p := in.Parameters.(type) {
-		case *dynamodb.PutItemInput:
-			p.ReturnConsumedCapacity = types.ReturnConsumedCapacityTotal
-		case *dynamodb.UpdateItemInput:
-			p.ReturnConsumedCapacity = types.ReturnConsumedCapacityTotal
-		case *dynamodb.TransactWriteItemsInput:
-			p.ReturnConsumedCapacity = types.ReturnConsumedCapacityTotal
-		case *dynamodb.GetItemInput:
-			p.ReturnConsumedCapacity = types.ReturnConsumedCapacityTotal
-		case *dynamodb.QueryInput:
-			p.ReturnConsumedCapacity = types.ReturnConsumedCapacityTotal
-		}
-		out, md, err := next.HandleInitialize(ctx, in)
-		op := middleware.GetServiceID(ctx) + "." + middleware.GetOperationName(ctx)
-		var cc []types.ConsumedCapacity
-		write := true
-		switch r := out.Result.(type) {
-		case *dynamodb.PutItemOutput:
-			if r.ConsumedCapacity != nil {
-				cc = append(cc, *r.ConsumedCapacity)
-			}
-		case *dynamodb.UpdateItemOutput:
-			if r.ConsumedCapacity != nil {
-				cc = append(cc, *r.ConsumedCapacity)
-			}
-		case *dynamodb.TransactWriteItemsOutput:
-			cc = r.ConsumedCapacity
-		case *dynamodb.GetItemOutput:
-			write = false
-			if r.ConsumedCapacity != nil {
-				cc = append(cc, *r.ConsumedCapacity)
-			}
-		case *dynamodb.QueryOutput:
-			write = false
-			if r.ConsumedCapacity != nil {
-				cc = append(cc, *r.ConsumedCapacity)
-			}
-		}
+// reset starts every count again.
+func (m *meter) reset() {
+	m.Capacity.Reset()
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.calls, m.logBytes, m.lambdaMS, m.invokes = map[string]int{}, 0, 0, 0
+}
+
+// count is the client option that counts calls.
+func (m *meter) count(s *middleware.Stack) error {
+	return s.Initialize.Add(middleware.InitializeMiddlewareFunc("calls", func(ctx context.Context, in middleware.InitializeInput, next middleware.InitializeHandler) (middleware.InitializeOutput, middleware.Metadata, error) {
 		m.mu.Lock()
-		m.calls[op]++
-		for _, c := range cc {
-			u := 0.0
-			switch {
-			case write && c.WriteCapacityUnits != nil:
-				u = *c.WriteCapacityUnits
-			case !write && c.ReadCapacityUnits != nil:
-				u = *c.ReadCapacityUnits
-			case c.CapacityUnits != nil:
-				u = *c.CapacityUnits
-			}
-			if write {
-				m.wru += u
-				if op == "DynamoDB.TransactWriteItems" {
-					m.txnWRU += u
-				}
-				if op == "DynamoDB.PutItem" {
-					m.ingestWRU += u
-				}
-			} else {
-				m.rru += u
-			}
-		}
+		m.calls[middleware.GetServiceID(ctx)+"."+middleware.GetOperationName(ctx)]++
 		m.mu.Unlock()
-		return out, md, err
+		return next.HandleInitialize(ctx, in)
 	}), middleware.After)
 }
 
@@ -203,7 +149,7 @@ func run(n int, out io.Writer) error {
 		return err
 	}
 	m := newMeter()
-	cfg.APIOptions = append(cfg.APIOptions, m.middleware)
+	cfg.APIOptions = append(cfg.APIOptions, m.count, m.Middleware)
 	sources, err := local.LoadSources("infra/local/sources.json")
 	if err != nil {
 		return err
@@ -265,7 +211,7 @@ func run(n int, out io.Writer) error {
 				return err
 			}
 		}
-		*m = meter{calls: map[string]int{}}
+		m.reset()
 		for i := range n {
 			start := time.Now()
 			r, body := p.deliver(i)
@@ -278,7 +224,7 @@ func run(n int, out io.Writer) error {
 			return err
 		}
 		if p.new {
-			stored[p.source] = m.ingestWRU / float64(n)
+			stored[p.source] = m.Units().WriteBy["PutItem"] / float64(n)
 		}
 		report(out, p, m, n, stored[p.source])
 	}
@@ -395,24 +341,25 @@ func report(out io.Writer, p path, m *meter, n int, storedUnits float64) {
 		calls = append(calls, fmt.Sprintf("%s %.2f", op, per(float64(c))))
 	}
 	sort.Strings(calls)
-	wru := m.wru
+	u := m.Units()
+	wru := u.Write
 	if !p.new {
 		// DynamoDB bills the refused Put as the write it would have been.
 		wru += storedUnits * float64(n)
 	}
 	gbs := m.lambdaMS / 1000 * lambdaGB
 	bill := float64(n)*priceAPIRequest + gbs*priceLambdaGBs + float64(m.invokes)*priceLambdaInvoke +
-		wru*priceWRU + m.rru*priceRRU + float64(sqsReq)*priceSQSRequest + float64(secrets)*priceSecretsCall + float64(m.logBytes)*priceLogsGB
+		wru*priceWRU + u.Read*priceRRU + float64(sqsReq)*priceSQSRequest + float64(secrets)*priceSecretsCall + float64(m.logBytes)*priceLogsGB
 
 	// The floor, per delivery.
 	floorWRU, floorSQS := storedUnits, 0.0
 	if p.new {
-		effects := math.Max(per(m.txnWRU)-2*storedUnits, 0)
+		effects := math.Max(per(u.WriteBy["TransactWriteItems"])-2*storedUnits, 0)
 		floorWRU += 2*1 + effects
 		floorSQS = 1 + 2.0/batchSize
 	}
 	floor := priceAPIRequest + per(gbs)*priceLambdaGBs + per(float64(m.invokes))*priceLambdaInvoke + floorWRU*priceWRU + floorSQS*priceSQSRequest
 	perM := func(v float64) float64 { return v * 1e6 }
 	fmt.Fprintf(out, "%-40s %9.2f %9.2f %6.2fx %7.2f %6.2f %6.2f %8.2f %8.0f\n    %s\n",
-		p.name, perM(bill/float64(n)), perM(floor), bill/float64(n)/floor, per(wru), per(m.rru), per(float64(sqsReq)), per(m.lambdaMS), per(float64(m.logBytes)), strings.Join(calls, ", "))
+		p.name, perM(bill/float64(n)), perM(floor), bill/float64(n)/floor, per(wru), per(u.Read), per(float64(sqsReq)), per(m.lambdaMS), per(float64(m.logBytes)), strings.Join(calls, ", "))
 }

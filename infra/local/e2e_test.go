@@ -186,25 +186,16 @@ func mustRead(tb testing.TB, path string) []byte {
 // delivery again is a 200 duplicate and changes nothing.
 func TestEndToEnd(t *testing.T) {
 	e := mustEnv(t)
-	body := mustRead(t, invoicePaid)
-	var evt struct {
-		ID   string `json:"id"`
-		Data struct {
-			Object struct {
-				ID string `json:"id"`
-			} `json:"object"`
-		} `json:"data"`
-	}
-	if err := json.Unmarshal(body, &evt); err != nil {
+	body, key, invoice, err := local.SampleStripe(repoRoot)
+	if err != nil {
 		t.Fatal(err)
 	}
 
 	status, resp := e.post(t, body, time.Now())
-	if status != http.StatusAccepted || resp["status"] != "accepted" || resp["event_id"] != evt.ID {
-		t.Fatalf("first delivery: got %d %v, want 202 accepted %s", status, resp, evt.ID)
+	if status != http.StatusAccepted || resp["status"] != "accepted" || resp["event_id"] != key.EventID {
+		t.Fatalf("first delivery: got %d %v, want 202 accepted %s", status, resp, key.EventID)
 	}
 	e.drain(t)
-	key := inbox.Key{Source: "stripe", EventID: evt.ID}
 	ev, err := e.store.Get(context.Background(), key, time.Now())
 	if err != nil {
 		t.Fatal(err)
@@ -215,7 +206,7 @@ func TestEndToEnd(t *testing.T) {
 	if !bytes.Equal(ev.Payload, body) {
 		t.Error("stored payload differs from the bytes sent")
 	}
-	eff, err := e.store.Fact(context.Background(), examples.InvoicePaidKind, evt.Data.Object.ID)
+	eff, err := e.store.Fact(context.Background(), examples.InvoicePaidKind, invoice)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -225,7 +216,7 @@ func TestEndToEnd(t *testing.T) {
 
 	// The provider retries the same delivery (a new signature, same bytes).
 	status, resp = e.post(t, body, time.Now())
-	if status != http.StatusOK || resp["status"] != "duplicate" || resp["event_id"] != evt.ID {
+	if status != http.StatusOK || resp["status"] != "duplicate" || resp["event_id"] != key.EventID {
 		t.Fatalf("second delivery: got %d %v, want 200 duplicate", status, resp)
 	}
 	e.drain(t)
@@ -235,7 +226,7 @@ func TestEndToEnd(t *testing.T) {
 	if ev, _ := e.store.Get(context.Background(), key, time.Now()); ev.Attempts != 1 {
 		t.Errorf("attempts after duplicate: got %d, want 1 (a processed event is not queued again)", ev.Attempts)
 	}
-	if strings.Contains(e.logs.String(), evt.Data.Object.ID) {
+	if strings.Contains(e.logs.String(), invoice) {
 		t.Error("logs contain payload content")
 	}
 }

@@ -54,7 +54,7 @@ func SampleEvents(root string, sources SourcesFile, now time.Time) (map[string][
 	if err != nil {
 		return nil, err
 	}
-	body, key, invoice, err := sampleStripe(root)
+	body, key, invoice, err := SampleStripe(root)
 	if err != nil {
 		return nil, err
 	}
@@ -114,9 +114,9 @@ func SampleEvents(root string, sources SourcesFile, now time.Time) (map[string][
 	return out, nil
 }
 
-// sampleStripe reads the sample Stripe event: its body, its key and the
-// invoice it pays.
-func sampleStripe(root string) ([]byte, inbox.Key, string, error) {
+// SampleStripe reads the sample Stripe event (SampleStripeEvent under
+// root): its body, its key and the invoice it pays.
+func SampleStripe(root string) ([]byte, inbox.Key, string, error) {
 	body, err := os.ReadFile(filepath.Join(root, SampleStripeEvent))
 	if err != nil {
 		return nil, inbox.Key{}, "", err
@@ -137,7 +137,7 @@ func sampleStripe(root string) ([]byte, inbox.Key, string, error) {
 
 // SampleReplayEvents are ReplayEvents for the sample Stripe event.
 func SampleReplayEvents(root string) ([]ReplayEvent, error) {
-	_, key, invoice, err := sampleStripe(root)
+	_, key, invoice, err := SampleStripe(root)
 	if err != nil {
 		return nil, err
 	}

@@ -257,26 +257,19 @@ func TestBootstrapsUnderRIE(t *testing.T) {
 		if len(resp.BatchItemFailures) != 0 {
 			t.Fatalf("batch failures: got %+v, want none", resp.BatchItemFailures)
 		}
-		var id struct {
-			ID   string `json:"id"`
-			Data struct {
-				Object struct {
-					ID string `json:"id"`
-				} `json:"object"`
-			} `json:"data"`
-		}
-		if err := json.Unmarshal(mustRead(t, local.SampleStripeEvent), &id); err != nil {
+		_, key, invoice, err := local.SampleStripe(repoRoot)
+		if err != nil {
 			t.Fatal(err)
 		}
 		store := inboxstore.New(e.db, e.stack.Resources.TableName, 24*time.Hour)
-		ev, err := store.Get(context.Background(), inbox.Key{Source: "stripe", EventID: id.ID}, time.Now())
+		ev, err := store.Get(context.Background(), key, time.Now())
 		if err != nil {
 			t.Fatal(err)
 		}
 		if ev.Status != inbox.StatusProcessed || ev.Outcome != inbox.OutcomeApplied {
 			t.Errorf("event: got %s/%s, want processed/applied", ev.Status, ev.Outcome)
 		}
-		if _, err := store.Fact(context.Background(), examples.InvoicePaidKind, id.Data.Object.ID); err != nil {
+		if _, err := store.Fact(context.Background(), examples.InvoicePaidKind, invoice); err != nil {
 			t.Errorf("effect: %v", err)
 		}
 		// The same batch again: acknowledged, no second effect.

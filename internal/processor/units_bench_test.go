@@ -13,8 +13,6 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
-	"github.com/aws/smithy-go/middleware"
 
 	"github.com/webhook-inbox/webhook-inbox/internal/awstest"
 	"github.com/webhook-inbox/webhook-inbox/internal/examples"
@@ -24,79 +22,30 @@ import (
 	"github.com/webhook-inbox/webhook-inbox/internal/processor"
 )
 
-// capacity asks DynamoDB for the capacity of every write and read the
-// client makes (ReturnConsumedCapacity TOTAL) and adds it up, with the
-// time the last transaction returned.
-type capacity struct {
-	mu          sync.Mutex
-	write, read float64
-	committed   time.Time
-}
-
-func (c *capacity) reset() {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.write, c.read = 0, 0
-}
-
-func (c *capacity) add(cc ...types.ConsumedCapacity) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	for _, u := range cc {
-		switch {
-		case u.WriteCapacityUnits != nil || u.ReadCapacityUnits != nil:
-			if u.WriteCapacityUnits != nil {
-				c.write += *u.WriteCapacityUnits
-			}
-			if u.ReadCapacityUnits != nil {
-				c.read += *u.ReadCapacityUnits
-			}
-		case u.CapacityUnits != nil:
-			c.write += *u.CapacityUnits
-		}
+// measuredExamples is the shipped examples' processor over a fresh
+// dynoxide table whose client counts the capacity it consumes, delivering
+// receipts to receiverURL.
+func measuredExamples(tb testing.TB, receiverURL string) (*inboxstore.Store, *processor.Processor, *awstest.Capacity) {
+	tb.Helper()
+	srv := awstest.StartDynoxide(tb)
+	cc := &awstest.Capacity{}
+	cfg := srv.Config()
+	cfg.APIOptions = append(cfg.APIOptions, cc.Middleware)
+	mustTable(tb, dynamodb.NewFromConfig(srv.Config()), "inbox")
+	store := inboxstore.New(dynamodb.NewFromConfig(cfg), "inbox", time.Hour)
+	log := slog.New(slog.NewJSONHandler(&bytes.Buffer{}, &slog.HandlerOptions{Level: slog.LevelError}))
+	d, err := outbox.New(outbox.Config{Store: store, Targets: map[string]outbox.Target{examples.ReceiptTarget: {URL: receiverURL}}, Logger: log})
+	if err != nil {
+		tb.Fatal(err)
 	}
-}
-
-func (c *capacity) middleware(s *middleware.Stack) error {
-	return s.Initialize.Add(middleware.InitializeMiddlewareFunc("capacity",
-		func(ctx context.Context, in middleware.InitializeInput, next middleware.InitializeHandler) (middleware.InitializeOutput, middleware.Metadata, error) {
-			reads := false
-			switch p := in.Parameters.(type) {
-			case *dynamodb.PutItemInput:
-				p.ReturnConsumedCapacity = types.ReturnConsumedCapacityTotal
-			case *dynamodb.UpdateItemInput:
-				p.ReturnConsumedCapacity = types.ReturnConsumedCapacityTotal
-			case *dynamodb.TransactWriteItemsInput:
-				p.ReturnConsumedCapacity = types.ReturnConsumedCapacityTotal
-			case *dynamodb.GetItemInput:
-				p.ReturnConsumedCapacity, reads = types.ReturnConsumedCapacityTotal, true
-			}
-			out, md, err := next.HandleInitialize(ctx, in)
-			switch r := out.Result.(type) {
-			case *dynamodb.PutItemOutput:
-				if r.ConsumedCapacity != nil {
-					c.add(*r.ConsumedCapacity)
-				}
-			case *dynamodb.UpdateItemOutput:
-				if r.ConsumedCapacity != nil {
-					c.add(*r.ConsumedCapacity)
-				}
-			case *dynamodb.TransactWriteItemsOutput:
-				c.add(r.ConsumedCapacity...)
-				c.mu.Lock()
-				c.committed = time.Now()
-				c.mu.Unlock()
-			case *dynamodb.GetItemOutput:
-				if r.ConsumedCapacity != nil && reads {
-					cc := *r.ConsumedCapacity
-					if cc.ReadCapacityUnits == nil {
-						cc.ReadCapacityUnits, cc.CapacityUnits = cc.CapacityUnits, nil
-					}
-					c.add(cc)
-				}
-			}
-			return out, md, err
-		}), middleware.After)
+	p, err := processor.New(processor.Config{
+		Store: store, Outbox: d, DeadLetters: nopDLQ{}, Visibility: nopVisibility{}, Routes: examples.Routes(),
+		MaxReceiveCount: 10, Logger: log,
+	})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return store, p, cc
 }
 
 // BenchmarkExamplePaths runs each shipped example's paths, one event at a
@@ -106,14 +55,6 @@ func (c *capacity) middleware(s *middleware.Stack) error {
 // ReturnConsumedCapacity, and, for a receipt, the time from the commit's
 // answer to the receiver having it. `make bench-units` prints them.
 func BenchmarkExamplePaths(b *testing.B) {
-	srv := awstest.StartDynoxide(b)
-	cc := &capacity{}
-	cfg := srv.Config()
-	cfg.APIOptions = append(cfg.APIOptions, cc.middleware)
-	plain := dynamodb.NewFromConfig(srv.Config())
-	mustTable(b, plain, "inbox")
-	store := inboxstore.New(dynamodb.NewFromConfig(cfg), "inbox", time.Hour)
-
 	var mu sync.Mutex
 	var received time.Time
 	receiver := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
@@ -123,18 +64,7 @@ func BenchmarkExamplePaths(b *testing.B) {
 		w.WriteHeader(http.StatusOK)
 	}))
 	defer receiver.Close()
-	log := slog.New(slog.NewJSONHandler(&bytes.Buffer{}, &slog.HandlerOptions{Level: slog.LevelError}))
-	d, err := outbox.New(outbox.Config{Store: store, Targets: map[string]outbox.Target{examples.ReceiptTarget: {URL: receiver.URL}}, Logger: log})
-	if err != nil {
-		b.Fatal(err)
-	}
-	p, err := processor.New(processor.Config{
-		Store: store, Outbox: d, DeadLetters: nopDLQ{}, Visibility: nopVisibility{}, Routes: examples.Routes(),
-		MaxReceiveCount: 10, Logger: log,
-	})
-	if err != nil {
-		b.Fatal(err)
-	}
+	store, p, cc := measuredExamples(b, receiver.URL)
 
 	created := time.Unix(1764500000, 0)
 	paths := []struct {
@@ -193,15 +123,14 @@ func BenchmarkExamplePaths(b *testing.B) {
 				if path.created != nil {
 					at = path.created(i)
 				}
-				cc.reset()
+				cc.Reset()
 				b.StartTimer()
 				k := ingestAndProcess(b, p, store, path.kind, path.typ, fmt.Sprintf("evt_%s_%d", path.name, i), at, path.payload(i))
 				b.StopTimer()
-				cc.mu.Lock()
-				write += cc.write
-				read += cc.read
-				committed := cc.committed
-				cc.mu.Unlock()
+				u := cc.Units()
+				write += u.Write
+				read += u.Read
+				committed := u.Transacted
 				mustSettled(b, store, k)
 				if path.receipt {
 					mu.Lock()

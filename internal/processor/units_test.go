@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -13,14 +12,8 @@ import (
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
-	"github.com/webhook-inbox/webhook-inbox/internal/awstest"
-	"github.com/webhook-inbox/webhook-inbox/internal/examples"
 	"github.com/webhook-inbox/webhook-inbox/internal/inbox"
-	"github.com/webhook-inbox/webhook-inbox/internal/inboxstore"
-	"github.com/webhook-inbox/webhook-inbox/internal/outbox"
-	"github.com/webhook-inbox/webhook-inbox/internal/processor"
 )
 
 // TestUnitsPerPath: the write units a real Stripe invoice.paid (the
@@ -40,26 +33,9 @@ import (
 //	                                             entities and the receipt row, the row's claim and
 //	                                             delivery, the outbox's settlement)
 func TestUnitsPerPath(t *testing.T) {
-	srv := awstest.StartDynoxide(t)
-	cc := &capacity{}
-	cfg := srv.Config()
-	cfg.APIOptions = append(cfg.APIOptions, cc.middleware)
-	mustTable(t, dynamodb.NewFromConfig(srv.Config()), "inbox")
-	store := inboxstore.New(dynamodb.NewFromConfig(cfg), "inbox", time.Hour)
 	receiver := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusOK) }))
 	defer receiver.Close()
-	log := slog.New(slog.NewJSONHandler(&bytes.Buffer{}, &slog.HandlerOptions{Level: slog.LevelError}))
-	d, err := outbox.New(outbox.Config{Store: store, Targets: map[string]outbox.Target{examples.ReceiptTarget: {URL: receiver.URL}}, Logger: log})
-	if err != nil {
-		t.Fatal(err)
-	}
-	p, err := processor.New(processor.Config{
-		Store: store, Outbox: d, DeadLetters: nopDLQ{}, Visibility: nopVisibility{}, Routes: examples.Routes(),
-		MaxReceiveCount: 10, Logger: log,
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	store, p, cc := measuredExamples(t, receiver.URL)
 	payload, err := os.ReadFile(filepath.Join("..", "..", "testdata", "corpus", "stripe", "invoice.paid.json"))
 	if err != nil {
 		t.Fatal(err)
@@ -80,11 +56,9 @@ func TestUnitsPerPath(t *testing.T) {
 	}
 	step := func(name string, want float64, f func()) {
 		t.Helper()
-		cc.reset()
+		cc.Reset()
 		f()
-		cc.mu.Lock()
-		got := cc.write
-		cc.mu.Unlock()
+		got := cc.Units().Write
 		t.Logf("%-18s %4.0f write units", name, got)
 		if got > want {
 			t.Errorf("%s: %.0f write units, over the design's %.0f", name, got, want)

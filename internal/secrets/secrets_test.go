@@ -336,6 +336,23 @@ func (c *countingAPI) count(stage string) int {
 	return c.calls[stage]
 }
 
+// rotated creates a secret whose "whsec_old" was rotated to "whsec_new"
+// in Secrets Manager, and a store over it with a rotation window, counting
+// its calls, its clock at the real now (the versions' creation times are
+// Secrets Manager's).
+func rotated(t *testing.T, sm *secretsmanager.Client, window time.Duration) (string, *countingAPI, *Store, *clock) {
+	t.Helper()
+	id := mustSecret(t, sm, "whsec_old")
+	if _, err := sm.PutSecretValue(context.Background(), &secretsmanager.PutSecretValueInput{SecretId: aws.String(id), SecretString: aws.String("whsec_new")}); err != nil {
+		t.Fatal(err)
+	}
+	api := &countingAPI{API: sm, calls: map[string]int{}}
+	s, c := newTestStore(api, 5*time.Minute)
+	s.WithRotationWindow(window)
+	c.set(time.Now())
+	return id, api, s, c
+}
+
 // TestPreviousDuringRotationWindow: after a Secrets Manager rotation the
 // previous version is served for the window from the current version's
 // creation, with one call per secret and rotation however often it is
@@ -343,15 +360,8 @@ func (c *countingAPI) count(stage string) int {
 func TestPreviousDuringRotationWindow(t *testing.T) {
 	sm := mustClient(t)
 	ctx := context.Background()
-	id := mustSecret(t, sm, "whsec_old")
-	if _, err := sm.PutSecretValue(ctx, &secretsmanager.PutSecretValueInput{SecretId: aws.String(id), SecretString: aws.String("whsec_new")}); err != nil {
-		t.Fatal(err)
-	}
-	api := &countingAPI{API: sm, calls: map[string]int{}}
 	const window = time.Hour
-	s, c := newTestStore(api, 5*time.Minute)
-	s.WithRotationWindow(window)
-	c.set(time.Now())
+	id, api, s, c := rotated(t, sm, window)
 	if got := mustGet(t, s, id); !reflect.DeepEqual(got, []string{"whsec_new"}) {
 		t.Fatalf("current: %q", got)
 	}
@@ -412,16 +422,8 @@ func TestPreviousDuringRotationWindow(t *testing.T) {
 // cache holds, each answer is still remembered: a secret costs one call,
 // not one per request.
 func TestPreviousCacheFull(t *testing.T) {
-	sm := mustClient(t)
 	ctx := context.Background()
-	id := mustSecret(t, sm, "whsec_old")
-	if _, err := sm.PutSecretValue(ctx, &secretsmanager.PutSecretValueInput{SecretId: aws.String(id), SecretString: aws.String("whsec_new")}); err != nil {
-		t.Fatal(err)
-	}
-	api := &countingAPI{API: sm, calls: map[string]int{}}
-	s, c := newTestStore(api, 5*time.Minute)
-	s.WithRotationWindow(time.Hour)
-	c.set(time.Now())
+	id, api, s, _ := rotated(t, mustClient(t), time.Hour)
 	for i := range maxEntries {
 		s.prev[fmt.Sprintf("filler-%d", i)] = entry{until: time.Now().Add(time.Hour)}
 	}

@@ -147,11 +147,7 @@ func progressLine(s replay.Summary, left time.Duration) string {
 	for k, v := range s.Counts {
 		counts = append(counts, fmt.Sprintf("%s %d", k, v))
 	}
+	slices.Sort(counts)
 	return fmt.Sprintf("%s: examined %d, moved %d, %.0f/s, %s left (%s)",
-		s.Action, s.Examined, s.Moved, rate, left.Round(time.Second), strings.Join(sorted(counts), ", "))
-}
-
-func sorted(s []string) []string {
-	slices.Sort(s)
-	return s
+		s.Action, s.Examined, s.Moved, rate, left.Round(time.Second), strings.Join(counts, ", "))
 }
