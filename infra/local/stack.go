@@ -13,6 +13,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
 	smtypes "github.com/aws/aws-sdk-go-v2/service/secretsmanager/types"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
@@ -168,6 +169,18 @@ func (s *Stack) Sweeper(handler ReplayFunc, log *slog.Logger) (*Sweeper, error) 
 	return nil, errors.New("template.yaml: ReplayFunction has no Sweep schedule")
 }
 
+// The payload bucket: its logical ID in template.yaml and its local name.
+const (
+	PayloadBucketID   = "PayloadBucket"
+	PayloadBucketName = "webhook-inbox-payloads"
+)
+
+// S3 is an S3 client of the local AWS, which serves every bucket under
+// its path.
+func S3(cfg aws.Config) *s3.Client {
+	return s3.NewFromConfig(cfg, func(o *s3.Options) { o.UsePathStyle = true })
+}
+
 // Setup provisions the table and queues that template.yaml declares, seeds
 // the sources' secrets, and builds the handlers with the same wiring as the
 // Lambda mains. Settings take the template's parameter defaults, except
@@ -182,6 +195,13 @@ func Setup(ctx context.Context, cfg aws.Config, templatePath string, sources Sou
 	if err != nil {
 		return nil, fmt.Errorf("provision: %w", err)
 	}
+	bucket, err := tpl.Bucket(PayloadBucketID)
+	if err != nil {
+		return nil, fmt.Errorf("provision: %w", err)
+	}
+	if err := template.ProvisionBucket(ctx, S3(cfg), bucket, PayloadBucketName); err != nil {
+		return nil, fmt.Errorf("provision: %w", err)
+	}
 	if err := seedSecrets(ctx, secretsmanager.NewFromConfig(cfg), sources); err != nil {
 		return nil, err
 	}
@@ -191,6 +211,7 @@ func Setup(ctx context.Context, cfg aws.Config, templatePath string, sources Sou
 	}
 	env := map[string]string{
 		"INBOX_TABLE":       res.TableName,
+		"PAYLOAD_BUCKET":    PayloadBucketName,
 		"QUEUE_URL":         res.QueueURL,
 		"DLQ_URL":           res.DLQURL,
 		"SOURCES":           srcJSON,

@@ -11,9 +11,11 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
+	"github.com/webhook-inbox/webhook-inbox/internal/claimcheck"
 	"github.com/webhook-inbox/webhook-inbox/internal/config"
 	"github.com/webhook-inbox/webhook-inbox/internal/examples"
 	"github.com/webhook-inbox/webhook-inbox/internal/inboxstore"
@@ -28,9 +30,9 @@ import (
 
 // Needs of each function, for config.Load.
 var (
-	IngestNeeds    = config.Need{Table: true, Queue: true, Sources: true}
-	ProcessorNeeds = config.Need{Table: true, Queue: true, DLQ: true, MaxReceiveCount: true}
-	ReplayNeeds    = config.Need{Table: true, Queue: true, DLQ: true}
+	IngestNeeds    = config.Need{Table: true, Bucket: true, Queue: true, Sources: true}
+	ProcessorNeeds = config.Need{Table: true, Bucket: true, Queue: true, DLQ: true, MaxReceiveCount: true}
+	ReplayNeeds    = config.Need{Table: true, Bucket: true, Queue: true, DLQ: true}
 )
 
 // SecretsTTL is how long a warm instance reuses a signing secret; a rotated
@@ -58,7 +60,7 @@ func Ingest(cfg config.Config, awsCfg aws.Config, log *slog.Logger) (*ingest.Han
 		Sources:          cfg.Sources,
 		Secrets:          secrets.NewStore(secretsmanager.NewFromConfig(awsCfg), SecretsTTL).WithRotationWindow(cfg.PreviousSecretWindow),
 		IsSecretNotFound: secrets.IsNotFound,
-		Store:            inboxstore.New(dynamodb.NewFromConfig(awsCfg), cfg.InboxTable, cfg.Retention),
+		Store:            Store(cfg, awsCfg),
 		Queue:            queue.New(sqs.NewFromConfig(awsCfg), cfg.QueueURL),
 		MaxBodyBytes:     cfg.MaxBodyBytes,
 		Logger:           log,
@@ -70,7 +72,7 @@ func Ingest(cfg config.Config, awsCfg aws.Config, log *slog.Logger) (*ingest.Han
 // and their outbox targets.
 func Processor(cfg config.Config, awsCfg aws.Config, log *slog.Logger) (*processor.Processor, error) {
 	client := sqs.NewFromConfig(awsCfg)
-	store := inboxstore.New(dynamodb.NewFromConfig(awsCfg), cfg.InboxTable, cfg.Retention)
+	store := Store(cfg, awsCfg)
 	deliverer, err := outbox.New(outbox.Config{
 		Store: store,
 		Targets: map[string]outbox.Target{
@@ -105,9 +107,19 @@ func Replay(cfg config.Config, awsCfg aws.Config, log *slog.Logger) *replay.Repl
 	return &replay.Replayer{
 		DLQ:        queue.New(client, cfg.DLQURL),
 		Main:       queue.New(client, cfg.QueueURL),
-		Store:      inboxstore.New(dynamodb.NewFromConfig(awsCfg), cfg.InboxTable, cfg.Retention),
+		Store:      Store(cfg, awsCfg),
 		SweepAfter: cfg.SweepAfter,
 		Logger:     log,
 		Metrics:    obs.Metrics{Namespace: cfg.MetricsNamespace},
 	}
+}
+
+// Store is the inbox every function uses: the table, with the payloads too
+// large for an item in the bucket.
+func Store(cfg config.Config, awsCfg aws.Config) *claimcheck.Store {
+	objects := s3.NewFromConfig(awsCfg, func(o *s3.Options) {
+		// An emulator on one host serves every bucket under its path.
+		o.UsePathStyle = awsCfg.BaseEndpoint != nil
+	})
+	return claimcheck.New(inboxstore.New(dynamodb.NewFromConfig(awsCfg), cfg.InboxTable, cfg.Retention), claimcheck.NewObjects(objects, cfg.PayloadBucket))
 }

@@ -18,7 +18,10 @@ import (
 // Config is every setting a function may need. Load checks only those the
 // function asks for.
 type Config struct {
-	InboxTable      string
+	InboxTable string
+	// PayloadBucket keeps the payloads too large for an item (see package
+	// claimcheck).
+	PayloadBucket   string
 	QueueURL        string
 	DLQURL          string
 	Sources         *source.Set
@@ -52,12 +55,12 @@ type Config struct {
 
 // Need names the settings a function requires.
 type Need struct {
-	Table, Queue, DLQ, Sources, MaxReceiveCount bool
+	Table, Bucket, Queue, DLQ, Sources, MaxReceiveCount bool
 }
 
 // Defaults for optional settings.
 const (
-	DefaultMaxBodyBytes         = 256 << 10
+	DefaultMaxBodyBytes         = 5 << 20
 	DefaultPayloadRetentionDays = 30
 	DefaultConcurrency          = 10
 	DefaultRetryBaseSeconds     = 30
@@ -66,9 +69,10 @@ const (
 	// A day: Stripe keeps a rolled secret valid for up to 24 hours,
 	// Shopify for one.
 	DefaultPreviousSecretWindowSeconds = 86400
-	// The API Gateway payload limit is 10 MB; DynamoDB's item limit is
-	// 400 KB, and the stored event must fit in one item.
-	maxMaxBodyBytes = 350 << 10
+	// Lambda's limit on a synchronous invocation's request (6 MB, API
+	// Gateway's event for the body included): no larger body reaches
+	// ingest. Payloads too large for an item go to S3 (claimcheck).
+	MaxMaxBodyBytes = 6291456
 )
 
 // Load reads the environment through getenv and reports every problem at
@@ -84,6 +88,7 @@ func Load(getenv func(string) string, need Need) (Config, error) {
 		return v
 	}
 	c.InboxTable = required("INBOX_TABLE", need.Table)
+	c.PayloadBucket = required("PAYLOAD_BUCKET", need.Bucket)
 	c.QueueURL = required("QUEUE_URL", need.Queue)
 	c.DLQURL = required("DLQ_URL", need.DLQ)
 	c.SecretsPrefix = getenv("SECRETS_PREFIX")
@@ -94,7 +99,7 @@ func Load(getenv func(string) string, need Need) (Config, error) {
 		}
 		c.Sources = set
 	}
-	c.MaxBodyBytes = intVar(getenv, "MAX_BODY_BYTES", DefaultMaxBodyBytes, 1, maxMaxBodyBytes, &errs)
+	c.MaxBodyBytes = intVar(getenv, "MAX_BODY_BYTES", DefaultMaxBodyBytes, 1, MaxMaxBodyBytes, &errs)
 	days := intVar(getenv, "PAYLOAD_RETENTION_DAYS", DefaultPayloadRetentionDays, 1, 3650, &errs)
 	c.Retention = time.Duration(days) * 24 * time.Hour
 	if need.MaxReceiveCount {

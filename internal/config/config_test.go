@@ -15,6 +15,7 @@ const validSources = `[{"name":"stripe","kind":"stripe"}]`
 func env(overrides map[string]string) func(string) string {
 	m := map[string]string{
 		"INBOX_TABLE":       "inbox",
+		"PAYLOAD_BUCKET":    "payloads",
 		"QUEUE_URL":         "https://sqs.eu-west-1.amazonaws.com/123/inbox",
 		"DLQ_URL":           "https://sqs.eu-west-1.amazonaws.com/123/inbox-dlq",
 		"SOURCES":           validSources,
@@ -46,22 +47,23 @@ func wantErrMentions(tb testing.TB, err error, names ...string) {
 	}
 }
 
-var allNeeds = Need{Table: true, Queue: true, DLQ: true, Sources: true, MaxReceiveCount: true}
+var allNeeds = Need{Table: true, Bucket: true, Queue: true, DLQ: true, Sources: true, MaxReceiveCount: true}
 
 // TestLoadEveryNeed loads every combination of Need with all settings
 // present, then with all settings absent.
 func TestLoadEveryNeed(t *testing.T) {
-	for bits := range 1 << 5 {
+	for bits := range 1 << 6 {
 		need := Need{
 			Table:           bits&1 != 0,
 			Queue:           bits&2 != 0,
 			DLQ:             bits&4 != 0,
 			Sources:         bits&8 != 0,
 			MaxReceiveCount: bits&16 != 0,
+			Bucket:          bits&32 != 0,
 		}
 		t.Run(needName(need), func(t *testing.T) {
 			c := mustLoad(t, env(nil), need)
-			if c.InboxTable != "inbox" || c.QueueURL == "" || c.DLQURL == "" || c.SecretsPrefix != "webhook-inbox/" {
+			if c.InboxTable != "inbox" || c.PayloadBucket != "payloads" || c.QueueURL == "" || c.DLQURL == "" || c.SecretsPrefix != "webhook-inbox/" {
 				t.Errorf("got %+v, want every string setting read", c)
 			}
 			if gotSources := c.Sources != nil; gotSources != need.Sources {
@@ -82,6 +84,7 @@ func TestLoadEveryNeed(t *testing.T) {
 				name string
 			}{
 				{need.Table, "INBOX_TABLE"},
+				{need.Bucket, "PAYLOAD_BUCKET"},
 				{need.Queue, "QUEUE_URL"},
 				{need.DLQ, "DLQ_URL"},
 				{need.Sources, "SOURCES"},
@@ -107,7 +110,7 @@ func needName(n Need) string {
 	for _, p := range []struct {
 		on   bool
 		name string
-	}{{n.Table, "table"}, {n.Queue, "queue"}, {n.DLQ, "dlq"}, {n.Sources, "sources"}, {n.MaxReceiveCount, "mrc"}} {
+	}{{n.Table, "table"}, {n.Queue, "queue"}, {n.DLQ, "dlq"}, {n.Sources, "sources"}, {n.MaxReceiveCount, "mrc"}, {n.Bucket, "bucket"}} {
 		if p.on {
 			parts = append(parts, p.name)
 		}
@@ -156,8 +159,8 @@ func TestLoadIntegers(t *testing.T) {
 		{"body bytes set", map[string]string{"MAX_BODY_BYTES": "1024"}, func(c Config) (any, any) { return c.MaxBodyBytes, 1024 }, ""},
 		{"body bytes trimmed", map[string]string{"MAX_BODY_BYTES": " 2048 "}, func(c Config) (any, any) { return c.MaxBodyBytes, 2048 }, ""},
 		{"body bytes at 1", map[string]string{"MAX_BODY_BYTES": "1"}, func(c Config) (any, any) { return c.MaxBodyBytes, 1 }, ""},
-		{"body bytes at cap", map[string]string{"MAX_BODY_BYTES": "358400"}, func(c Config) (any, any) { return c.MaxBodyBytes, 350 << 10 }, ""},
-		{"body bytes above cap", map[string]string{"MAX_BODY_BYTES": "358401"}, nil, "MAX_BODY_BYTES"},
+		{"body bytes at cap", map[string]string{"MAX_BODY_BYTES": "6291456"}, func(c Config) (any, any) { return c.MaxBodyBytes, 6 << 20 }, ""},
+		{"body bytes above cap", map[string]string{"MAX_BODY_BYTES": "6291457"}, nil, "MAX_BODY_BYTES"},
 		{"body bytes API Gateway max", map[string]string{"MAX_BODY_BYTES": "10485760"}, nil, "MAX_BODY_BYTES"},
 		{"body bytes zero", map[string]string{"MAX_BODY_BYTES": "0"}, nil, "MAX_BODY_BYTES"},
 		{"body bytes negative", map[string]string{"MAX_BODY_BYTES": "-1"}, nil, "MAX_BODY_BYTES"},

@@ -193,8 +193,11 @@ type Event struct {
 	// Created is the provider's own creation time of the event, zero if unknown.
 	Created time.Time
 	// Payload is the raw verified body, byte for byte as received (or, for
-	// deliveries carrying several events, this event's bytes).
-	Payload []byte
+	// deliveries carrying several events, this event's bytes). Empty
+	// while PayloadRef points at a payload kept outside the event's item
+	// until that payload is read (see package claimcheck).
+	Payload    []byte
+	PayloadRef *PayloadRef
 	// Attributes are delivery facts the provider's scheme keeps with the
 	// event (a retry number, a second id); never secrets.
 	Attributes map[string]string
@@ -246,6 +249,15 @@ type Event struct {
 	// was processed; PreviousOutcome is the outcome the last one found.
 	Reruns          int
 	PreviousOutcome Outcome
+}
+
+// PayloadRef names a payload kept outside the event's item (a claim
+// check): the object holding it, and the size and SHA-256 of the payload
+// as it was verified, which the object must give back.
+type PayloadRef struct {
+	Object string
+	Bytes  int
+	SHA256 string
 }
 
 // Unfinished reports whether the event still has to end processed or dead.

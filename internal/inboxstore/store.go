@@ -120,6 +120,7 @@ type item struct {
 	// compress): one of the two.
 	Payload     []byte            `dynamodbav:"payload,omitempty"`
 	PayloadZ    []byte            `dynamodbav:"payload_z,omitempty"`
+	PayloadRef  *payloadRef       `dynamodbav:"payload_ref,omitempty"`
 	Attributes  map[string]string `dynamodbav:"attributes,omitempty"`
 	Headers     map[string]string `dynamodbav:"headers,omitempty"`
 	RequestID   string            `dynamodbav:"request_id,omitempty"`
@@ -149,6 +150,14 @@ type item struct {
 	// Reruns and PreviousOutcome record forced re-runs (Requeue).
 	Reruns          int    `dynamodbav:"reruns,omitempty"`
 	PreviousOutcome string `dynamodbav:"previous_outcome,omitempty"`
+}
+
+// payloadRef is inbox.PayloadRef as stored: a payload kept outside the
+// item (claimcheck), which the item has neither payload nor payload_z for.
+type payloadRef struct {
+	Object string `dynamodbav:"object"`
+	Bytes  int    `dynamodbav:"bytes"`
+	SHA256 string `dynamodbav:"sha256"`
 }
 
 func pk(k inbox.Key) string { return eventPrefix + k.String() }
@@ -212,7 +221,9 @@ func toItem(e inbox.Event) item {
 		ProcessedAt: ts(e.ProcessedAt), LeaseOwner: e.LeaseOwner, DeadBy: e.DeadBy,
 		Touched: e.Touched, OutboxRows: e.OutboxRows, Reruns: e.Reruns, PreviousOutcome: string(e.PreviousOutcome),
 	}
-	if z, ok := compress(e.Payload); ok {
+	if r := e.PayloadRef; r != nil {
+		it.Payload, it.PayloadRef = nil, &payloadRef{Object: r.Object, Bytes: r.Bytes, SHA256: r.SHA256}
+	} else if z, ok := compress(e.Payload); ok {
 		it.Payload, it.PayloadZ = nil, z
 	}
 	switch {
@@ -262,6 +273,9 @@ func (it item) event() inbox.Event {
 	}
 	if it.LeaseUntil != 0 {
 		e.LeaseUntil = time.UnixMilli(it.LeaseUntil)
+	}
+	if r := it.PayloadRef; r != nil {
+		e.PayloadRef = &inbox.PayloadRef{Object: r.Object, Bytes: r.Bytes, SHA256: r.SHA256}
 	}
 	return e
 }

@@ -1,6 +1,7 @@
 package replay
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"strings"
@@ -9,6 +10,12 @@ import (
 	"github.com/webhook-inbox/webhook-inbox/internal/inbox"
 	"github.com/webhook-inbox/webhook-inbox/internal/outbox"
 )
+
+// payloads is the store that can read a payload kept in its own object
+// (claimcheck.Store).
+type payloads interface {
+	Payload(ctx context.Context, ev inbox.Event) ([]byte, error)
+}
 
 // inspect shows one event: its state and history, the facts and entities
 // its commit wrote (as stored now) and its outbox rows with their states.
@@ -24,7 +31,18 @@ func (u *run) inspect() error {
 	case err != nil:
 		return err
 	}
-	v := viewEvent(ev, u.req.IncludePayload)
+	var perr error
+	if u.req.IncludePayload && ev.PayloadRef != nil {
+		if p, ok := u.r.Store.(payloads); ok {
+			ev.Payload, perr = p.Payload(u.ctx, ev)
+		} else {
+			perr = errors.New("the payload is in its object, which this store cannot read")
+		}
+	}
+	v := viewEvent(ev, u.req.IncludePayload && perr == nil)
+	if perr != nil {
+		v.PayloadError = perr.Error()
+	}
 	read := 0
 	seen := map[string]bool{}
 	for _, id := range ev.Touched {

@@ -120,6 +120,12 @@ type EventView struct {
 	Payload      json.RawMessage `json:"payload,omitempty"`
 	// PayloadText is a payload that is not JSON (form-encoded providers).
 	PayloadText string `json:"payload_text,omitempty"`
+	// PayloadObject names the S3 object of a payload too large for the
+	// item, with the payload's size; PayloadError says why a payload
+	// asked for could not be read.
+	PayloadObject string `json:"payload_object,omitempty"`
+	PayloadBytes  int    `json:"payload_bytes,omitempty"`
+	PayloadError  string `json:"payload_error,omitempty"`
 }
 
 // PartView is a fact or entity an event's commit wrote.
@@ -172,6 +178,9 @@ func viewEvent(e inbox.Event, payload bool) *EventView {
 		v.Outbox = "pending"
 	case len(e.OutboxRows) > 0:
 		v.Outbox = "settled"
+	}
+	if r := e.PayloadRef; r != nil {
+		v.PayloadObject, v.PayloadBytes = r.Object, r.Bytes
 	}
 	if payload {
 		if json.Valid(e.Payload) {

@@ -1,0 +1,192 @@
+package claimcheck
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/webhook-inbox/webhook-inbox/internal/effects"
+	"github.com/webhook-inbox/webhook-inbox/internal/inbox"
+	"github.com/webhook-inbox/webhook-inbox/internal/inboxstore"
+)
+
+// Store is the inbox with its large payloads in S3: every method of
+// inboxstore.Store, those below keeping the objects as the package
+// comment says.
+type Store struct {
+	*inboxstore.Store
+	objects *Objects
+
+	// refs remembers, for the events this instance saw claimed or
+	// refused a claim, the reference of their payload object (nil: the
+	// payload is in the item), so the calls that name only a key need no
+	// read to know whether there is an object to renew. A miss reads the
+	// item.
+	mu   sync.Mutex
+	refs map[inbox.Key]*inbox.PayloadRef
+}
+
+// maxRefs bounds what refs remembers; past it, it starts again.
+const maxRefs = 4096
+
+// New returns the store over inner keeping large payloads in objects.
+func New(inner *inboxstore.Store, objects *Objects) *Store {
+	return &Store{Store: inner, objects: objects, refs: make(map[inbox.Key]*inbox.PayloadRef)}
+}
+
+// Insert stores a new event as inboxstore.Store.Insert does; a payload
+// whose gzip is over InlineMax is written to its object first, and the
+// item points at it. If the object cannot be written nothing is stored
+// and the error wraps inbox.ErrUnavailable: the delivery is refused and
+// the provider sends it again.
+func (s *Store) Insert(ctx context.Context, e inbox.Event, now time.Time) (inbox.Event, error) {
+	if len(e.Payload) > InlineMax && e.PayloadRef == nil {
+		if z := Gzip(e.Payload); len(z) > InlineMax {
+			ref, err := s.objects.Put(ctx, e.Key, e.Payload, z)
+			if err != nil {
+				return inbox.Event{}, fmt.Errorf("insert %s: %w", e.Key, err)
+			}
+			e.Payload, e.PayloadRef = nil, &ref
+		}
+	}
+	return s.Store.Insert(ctx, e, now)
+}
+
+// Claim claims the event as inboxstore.Store.Claim does; an event whose
+// payload is in an object has the object renewed and read, and gets its
+// payload. A lost object is an error wrapping inbox.ErrInvalid and
+// ErrLost (retrying cannot bring it back); an outage, inbox.ErrUnavailable.
+// The claim stands either way: the caller records the failure on the
+// event, as for any failed attempt.
+func (s *Store) Claim(ctx context.Context, k inbox.Key, owner string, now, leaseUntil time.Time) (inbox.Event, error) {
+	ev, err := s.Store.Claim(ctx, k, owner, now, leaseUntil)
+	if ev.Key == k {
+		s.remember(k, ev.PayloadRef)
+	}
+	if err != nil || ev.PayloadRef == nil {
+		return ev, err
+	}
+	if _, err := s.objects.Renew(ctx, *ev.PayloadRef); err != nil {
+		return ev, fmt.Errorf("claim %s: %w", k, err)
+	}
+	p, err := s.objects.Get(ctx, *ev.PayloadRef)
+	if err != nil {
+		return ev, fmt.Errorf("claim %s: %w", k, err)
+	}
+	ev.Payload = p
+	return ev, nil
+}
+
+// Complete commits as inboxstore.Store.Complete does, after renewing the
+// event's object, with the event's expiry counted from no later than the
+// renewal.
+func (s *Store) Complete(ctx context.Context, ev inbox.Event, owner string, plan effects.Plan, outcome inbox.Outcome, now time.Time) error {
+	if ev.PayloadRef != nil {
+		kept, err := s.objects.Renew(ctx, *ev.PayloadRef)
+		if err != nil && !errors.Is(err, ErrLost) {
+			return fmt.Errorf("complete %s: %w", ev.Key, err)
+		}
+		now = earliest(now, kept)
+	}
+	return s.Store.Complete(ctx, ev, owner, plan, outcome, now)
+}
+
+// Fail records a failure as inboxstore.Store.Fail does; a death (which
+// sets the event's expiry) first renews the event's object.
+func (s *Store) Fail(ctx context.Context, k inbox.Key, f inbox.Failure, now time.Time) (inbox.Event, error) {
+	if f.Status == inbox.StatusDead {
+		var err error
+		if now, err = s.renew(ctx, k, now); err != nil {
+			return inbox.Event{}, fmt.Errorf("fail %s: %w", k, err)
+		}
+	}
+	return s.Store.Fail(ctx, k, f, now)
+}
+
+// SettleOutbox settles as inboxstore.Store.SettleOutbox does, after
+// renewing the event's object: settling sets the event's expiry, and a
+// pass that does not settle may be the last for a while.
+func (s *Store) SettleOutbox(ctx context.Context, k inbox.Key, gen int, settled bool, due, now time.Time) error {
+	now, err := s.renew(ctx, k, now)
+	if err != nil {
+		return fmt.Errorf("settle outbox of %s: %w", k, err)
+	}
+	return s.Store.SettleOutbox(ctx, k, gen, settled, due, now)
+}
+
+// Requeue brings an event back as inboxstore.Store.Requeue does, after
+// renewing its object: a dead event revived near the end of its
+// retention keeps its payload until it is claimed.
+func (s *Store) Requeue(ctx context.Context, k inbox.Key, now time.Time, force bool) (inbox.Event, inboxstore.Requeued, error) {
+	now, err := s.renew(ctx, k, now)
+	if err != nil {
+		return inbox.Event{}, inboxstore.Requeued(""), fmt.Errorf("requeue %s: %w", k, err)
+	}
+	return s.Store.Requeue(ctx, k, now, force)
+}
+
+// Payload returns the event's payload, from its object if it has one.
+func (s *Store) Payload(ctx context.Context, ev inbox.Event) ([]byte, error) {
+	if ev.PayloadRef == nil {
+		return ev.Payload, nil
+	}
+	return s.objects.Get(ctx, *ev.PayloadRef)
+}
+
+// renew renews the object of k's event, if it has one, and returns the
+// time to count an expiry from: now, or the renewal's if earlier. An
+// absent event or a lost object has nothing to renew: the call it
+// precedes answers for the event.
+func (s *Store) renew(ctx context.Context, k inbox.Key, now time.Time) (time.Time, error) {
+	ref, err := s.ref(ctx, k, now)
+	if err != nil || ref == nil {
+		return now, err
+	}
+	kept, err := s.objects.Renew(ctx, *ref)
+	if errors.Is(err, ErrLost) {
+		return now, nil
+	}
+	if err != nil {
+		return now, err
+	}
+	return earliest(now, kept), nil
+}
+
+// ref returns the reference of k's payload object, nil if the payload is
+// in the item or the event is absent.
+func (s *Store) ref(ctx context.Context, k inbox.Key, now time.Time) (*inbox.PayloadRef, error) {
+	s.mu.Lock()
+	r, ok := s.refs[k]
+	s.mu.Unlock()
+	if ok {
+		return r, nil
+	}
+	ev, err := s.Store.Get(ctx, k, now)
+	switch {
+	case errors.Is(err, inbox.ErrNotFound):
+		return nil, nil
+	case err != nil:
+		return nil, err
+	}
+	s.remember(k, ev.PayloadRef)
+	return ev.PayloadRef, nil
+}
+
+func (s *Store) remember(k inbox.Key, r *inbox.PayloadRef) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(s.refs) >= maxRefs {
+		clear(s.refs)
+	}
+	s.refs[k] = r
+}
+
+// earliest is a, or b if b is set and earlier.
+func earliest(a, b time.Time) time.Time {
+	if !b.IsZero() && b.Before(a) {
+		return b
+	}
+	return a
+}
