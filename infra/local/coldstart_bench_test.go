@@ -26,7 +26,7 @@ func BenchmarkColdStart(b *testing.B) {
 		"AWS_REGION": "us-east-1", "AWS_ACCESS_KEY_ID": "test", "AWS_SECRET_ACCESS_KEY": "test",
 		// Nothing answers here: a call before the first event would fail it.
 		"AWS_ENDPOINT_URL": "http://127.0.0.1:9",
-		"INBOX_TABLE":      "inbox", "QUEUE_URL": "http://127.0.0.1:9/000000000000/main", "DLQ_URL": "http://127.0.0.1:9/000000000000/dlq",
+		"INBOX_TABLE":      "inbox", "PAYLOAD_BUCKET": "payloads", "QUEUE_URL": "http://127.0.0.1:9/000000000000/main", "DLQ_URL": "http://127.0.0.1:9/000000000000/dlq",
 		"SOURCES": `[{"name":"stripe","kind":"stripe"}]`, "SECRETS_PREFIX": "webhook-inbox/",
 		"MAX_RECEIVE_COUNT": "10", "AWS_LAMBDA_FUNCTION_TIMEOUT": "30",
 	}
@@ -75,7 +75,7 @@ func BenchmarkColdStart(b *testing.B) {
 func buildPackage(tb testing.TB, pkg string) string {
 	tb.Helper()
 	out := filepath.Join(tb.TempDir(), "bootstrap")
-	cmd := exec.Command("go", "build", "-tags", "lambda.norpc", "-trimpath", "-ldflags=-s -w", "-o", out, pkg)
+	cmd := exec.Command("go", "build", "-tags", "lambda.norpc", "-trimpath", "-ldflags=-s -w", "-gcflags=github.com/aws/aws-sdk-go-v2/service/...=-l", "-o", out, pkg)
 	cmd.Dir = repoRoot
 	cmd.Env = append(cmd.Environ(), "CGO_ENABLED=0")
 	if b, err := cmd.CombinedOutput(); err != nil {

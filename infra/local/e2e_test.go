@@ -26,6 +26,7 @@ import (
 	"github.com/webhook-inbox/webhook-inbox/infra/local"
 	"github.com/webhook-inbox/webhook-inbox/internal/app"
 	"github.com/webhook-inbox/webhook-inbox/internal/awstest"
+	"github.com/webhook-inbox/webhook-inbox/internal/claimcheck"
 	"github.com/webhook-inbox/webhook-inbox/internal/config"
 	"github.com/webhook-inbox/webhook-inbox/internal/effects"
 	"github.com/webhook-inbox/webhook-inbox/internal/examples"
@@ -51,7 +52,7 @@ type env struct {
 	api       *httptest.Server
 	poller    *local.Poller
 	db        *dynamodb.Client
-	store     *inboxstore.Store
+	store     *claimcheck.Store
 	secret    []byte
 	logs      *bytes.Buffer
 }
@@ -92,7 +93,7 @@ func mustEnv(tb testing.TB) *env {
 		aws: aws, endpoint: s.Endpoint, awsConfig: cfg,
 		stack: stack, api: api, db: db, logs: logs,
 		poller: stack.Poller(sqs.NewFromConfig(cfg), cfg.Region, log),
-		store:  inboxstore.New(db, stack.Resources.TableName, 24*time.Hour),
+		store:  claimcheck.New(inboxstore.New(db, stack.Resources.TableName, 24*time.Hour), claimcheck.NewObjects(local.S3(cfg), local.PayloadBucketName)),
 		secret: []byte(src.Secrets[0]),
 	}
 }

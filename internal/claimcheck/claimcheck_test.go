@@ -339,3 +339,36 @@ func TestExpiry(t *testing.T) {
 		t.Errorf("Expiry at midnight = %s, want %s", got, want)
 	}
 }
+
+// TestCrashBetweenObjectAndItem: the object is written, then the item's
+// write fails (the table unreachable, as in a crash between the two). The
+// delivery is refused, nothing points at the object, and the provider's
+// retry stores the event over the same object, which its claim reads.
+func TestCrashBetweenObjectAndItem(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	port, err := awstest.FreePort()
+	if err != nil {
+		t.Fatal(err)
+	}
+	down := (&awstest.Server{Endpoint: fmt.Sprintf("http://127.0.0.1:%d", port)}).NoRetryConfig()
+	crashing := claimcheck.New(inboxstore.New(dynamodb.NewFromConfig(down), f.table, retention), claimcheck.NewObjects(f.s3, f.bucket))
+	payload := largePayload(t, 256<<10)
+	ev := event("crash", payload)
+	if _, err := crashing.Insert(ctx, ev, time.Now()); !errors.Is(err, inbox.ErrUnavailable) {
+		t.Fatalf("insert with the table down: %v, want inbox.ErrUnavailable", err)
+	}
+	if n := len(f.objects(t)); n != 1 {
+		t.Fatalf("objects after the failed item write: %d, want 1 (left for the retry)", n)
+	}
+	if _, err := f.store.Insert(ctx, ev, time.Now()); err != nil {
+		t.Fatalf("the provider's retry: %v", err)
+	}
+	if n := len(f.objects(t)); n != 1 {
+		t.Errorf("objects after the retry: %d, want the same one", n)
+	}
+	claimed, err := f.store.Claim(ctx, ev.Key, "w1", time.Now(), time.Now().Add(time.Minute))
+	if err != nil || !bytes.Equal(claimed.Payload, payload) {
+		t.Fatalf("claim: %d bytes, %v; want the payload", len(claimed.Payload), err)
+	}
+}

@@ -5,10 +5,12 @@ import (
 	"fmt"
 	"reflect"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/webhook-inbox/webhook-inbox/internal/claimcheck"
 	"github.com/webhook-inbox/webhook-inbox/internal/inboxstore"
 	"github.com/webhook-inbox/webhook-inbox/internal/outbox"
 	"github.com/webhook-inbox/webhook-inbox/internal/processor"
@@ -129,7 +131,7 @@ func TestTemplateProcessorEventSource(t *testing.T) {
 
 func TestTemplateFunctions(t *testing.T) {
 	tpl := mustLoad(t)
-	common := []string{"DLQ_URL", "INBOX_TABLE", "LOG_LEVEL", "MAX_BODY_BYTES", "METRICS_NAMESPACE", "PAYLOAD_RETENTION_DAYS", "QUEUE_URL", "SECRETS_PREFIX", "SOURCES"}
+	common := []string{"DLQ_URL", "INBOX_TABLE", "LOG_LEVEL", "MAX_BODY_BYTES", "METRICS_NAMESPACE", "PAYLOAD_BUCKET", "PAYLOAD_RETENTION_DAYS", "QUEUE_URL", "SECRETS_PREFIX", "SOURCES"}
 	tests := []struct {
 		id       string
 		timeout  time.Duration
@@ -333,13 +335,17 @@ func TestTemplateLeastPrivilege(t *testing.T) {
 func TestTemplateRoleActions(t *testing.T) {
 	logs := []string{"logs:CreateLogStream", "logs:PutLogEvents"}
 	want := map[string][]string{
-		"IngestFunction": append([]string{"dynamodb:PutItem", "sqs:SendMessage", "secretsmanager:GetSecretValue"}, logs...),
+		// The claim check: ingest writes a payload object; the processor
+		// and replay read it and renew it (a copy onto itself is a PUT).
+		"IngestFunction": append([]string{"dynamodb:PutItem", "s3:PutObject", "sqs:SendMessage", "secretsmanager:GetSecretValue"}, logs...),
 		"ProcessorFunction": append([]string{
 			"dynamodb:GetItem", "dynamodb:UpdateItem", "dynamodb:PutItem", "dynamodb:TransactWriteItems",
+			"s3:GetObject", "s3:PutObject",
 			"sqs:ReceiveMessage", "sqs:DeleteMessage", "sqs:GetQueueAttributes", "sqs:ChangeMessageVisibility", "sqs:SendMessage",
 		}, logs...),
 		"ReplayFunction": append([]string{
 			"dynamodb:GetItem", "dynamodb:UpdateItem", "dynamodb:Query", "dynamodb:TransactWriteItems",
+			"s3:GetObject", "s3:PutObject",
 			"sqs:ReceiveMessage", "sqs:DeleteMessage", "sqs:ChangeMessageVisibility", "sqs:GetQueueAttributes", "sqs:SendMessage",
 		}, logs...),
 	}
@@ -803,5 +809,47 @@ func TestProcessorHasTimeForTheOutbox(t *testing.T) {
 	margin := min(processor.DefaultMargin, f.Timeout/4)
 	if room := f.Timeout - margin; room < 2*outbox.DefaultTimeout {
 		t.Errorf("processor Timeout %s less its margin %s leaves %s, want at least two outbox calls of %s", f.Timeout, margin, room, outbox.DefaultTimeout)
+	}
+}
+
+// TestTemplatePayloadBucket: the payload bucket is private, encrypted,
+// TLS-only, and its lifecycle keeps objects claimcheck.ObjectDays of the
+// retention, for every retention the parameter allows around the dead
+// retention (CloudFormation's condition stands in for max()).
+func TestTemplatePayloadBucket(t *testing.T) {
+	tpl := mustLoad(t)
+	r, err := tpl.Resource("PayloadBucket")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.DeletionPolicy != "Retain" {
+		t.Errorf("DeletionPolicy %q, want Retain (the table's items point at its objects)", r.DeletionPolicy)
+	}
+	pab, _ := r.Properties["PublicAccessBlockConfiguration"].(map[string]any)
+	for _, k := range []string{"BlockPublicAcls", "BlockPublicPolicy", "IgnorePublicAcls", "RestrictPublicBuckets"} {
+		if pab[k] != true {
+			t.Errorf("PublicAccessBlockConfiguration.%s = %v, want true", k, pab[k])
+		}
+	}
+	if !strings.Contains(fmt.Sprint(r.Properties["BucketEncryption"]), "AES256") {
+		t.Errorf("BucketEncryption %v, want SSE-S3", r.Properties["BucketEncryption"])
+	}
+	pol, err := tpl.Resource("PayloadBucketPolicy")
+	if err != nil || !strings.Contains(fmt.Sprint(pol.Properties), "aws:SecureTransport") {
+		t.Errorf("PayloadBucketPolicy: %v, %v; want a TLS-only policy", pol.Properties, err)
+	}
+	for _, days := range []int{1, 7, 14, 15, 16, 30, 3650} {
+		tpl := mustLoad(t)
+		if err := tpl.SetParameter("PayloadRetentionDays", strconv.Itoa(days)); err != nil {
+			t.Fatal(err)
+		}
+		spec, err := tpl.Bucket("PayloadBucket")
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := claimcheck.ObjectDays(time.Duration(days) * 24 * time.Hour)
+		if len(spec.Rules) != 1 || spec.Rules[0].Days != want || spec.Rules[0].Prefix != claimcheck.Prefix {
+			t.Errorf("retention %d days: rules %+v, want one under %s of %d days", days, spec.Rules, claimcheck.Prefix, want)
+		}
 	}
 }
