@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"net/http"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -173,4 +174,32 @@ func itemBytes(item map[string]types.AttributeValue) int {
 		}
 	}
 	return n
+}
+
+// TestLostPayloadObjectEndsDead: an event whose object was deleted by
+// hand cannot be processed from other bytes: its claim fails permanently
+// and it ends dead, its message in the DLQ, the cause saying so.
+func TestLostPayloadObjectEndsDead(t *testing.T) {
+	e := mustEnv(t)
+	ctx := context.Background()
+	body := largeInvoice(t, "lost", 256<<10)
+	if status, _ := e.post(t, body, time.Now()); status != http.StatusAccepted {
+		t.Fatalf("delivery: got %d, want 202", status)
+	}
+	key := inbox.Key{Source: "stripe", EventID: "evt_lost"}
+	ev, err := e.store.Get(ctx, key, time.Now())
+	if err != nil || ev.PayloadRef == nil {
+		t.Fatalf("stored: %+v, %v; want a payload object", ev, err)
+	}
+	if _, err := local.S3(e.awsConfig).DeleteObject(ctx, &s3.DeleteObjectInput{Bucket: aws.String(local.PayloadBucketName), Key: &ev.PayloadRef.Object}); err != nil {
+		t.Fatal(err)
+	}
+	e.drain(t)
+	ev, err = e.store.Get(ctx, key, time.Now())
+	if err != nil || ev.Status != inbox.StatusDead || !strings.Contains(ev.LastError, "payload object lost") {
+		t.Fatalf("event: %s, %q, %v; want dead for its lost payload", ev.Status, ev.LastError, err)
+	}
+	if n := e.effects(t); n != 0 {
+		t.Errorf("effect records: %d, want none", n)
+	}
 }

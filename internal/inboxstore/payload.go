@@ -37,6 +37,12 @@ import (
 // about 2 of 30 write units and add a read per claim: not worth a window
 // where an event can lose its payload.
 //
+// A payload whose gzip is over claimcheck.InlineMax is not in the item at
+// all: package claimcheck keeps it in S3, where it is cheaper past a few
+// KB, and renews its object before every write that sets the item's
+// expiry — the expiry problem above, solved by a copy of the object where
+// a split item would rewrite the payload in a transaction.
+//
 // Bodies the client sent compressed are not special: the payload is the
 // verified body as received, byte for byte, and decompression gives back
 // exactly those bytes.
