@@ -76,9 +76,8 @@ var _ S3API = (*s3.Client)(nil)
 // not run them: tests read them back to check an object's expiry.
 func ProvisionBucket(ctx context.Context, api S3API, spec BucketSpec, name string) error {
 	_, err := api.CreateBucket(ctx, &s3.CreateBucketInput{Bucket: &name})
-	var owned *s3types.BucketAlreadyOwnedByYou
-	var api2 smithy.APIError
-	if err != nil && !errors.As(err, &owned) && !(errors.As(err, &api2) && api2.ErrorCode() == "BucketAlreadyOwnedByYou") {
+	var apiErr smithy.APIError
+	if err != nil && !(errors.As(err, &apiErr) && apiErr.ErrorCode() == "BucketAlreadyOwnedByYou") {
 		return fmt.Errorf("create bucket %s: %w", name, err)
 	}
 	if len(spec.Rules) == 0 {
