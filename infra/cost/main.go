@@ -17,43 +17,52 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/base64"
 	"flag"
 	"fmt"
 	"io"
 	"log/slog"
 	"math"
+	mrand "math/rand/v2"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"regexp"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/smithy-go/middleware"
 
 	"github.com/webhook-inbox/webhook-inbox/infra/local"
 	"github.com/webhook-inbox/webhook-inbox/internal/app"
 	"github.com/webhook-inbox/webhook-inbox/internal/awstest"
+	"github.com/webhook-inbox/webhook-inbox/internal/claimcheck"
 	"github.com/webhook-inbox/webhook-inbox/internal/obs"
 )
 
 // Prices: us-east-1, on-demand list prices as published by AWS in 2025
 // (check aws.amazon.com/pricing before relying on them), in dollars.
 const (
-	priceAPIRequest   = 1.00 / 1e6       // HTTP API, first 300 million a month
-	priceLambdaGBs    = 0.0000133334     // arm64, per GB-second
-	priceLambdaInvoke = 0.20 / 1e6       // per request
-	priceWRU          = 0.625 / 1e6      // DynamoDB on-demand write request unit (standard table class)
-	priceRRU          = 0.125 / 1e6      // read request unit
-	priceSQSRequest   = 0.40 / 1e6       // standard queue, per 64 KB request
-	priceSecretsCall  = 0.05 / 1e4       // Secrets Manager API call
-	priceLogsGB       = 0.50 / (1 << 30) // CloudWatch Logs ingestion, per byte
-	lambdaGB          = 0.25             // MemorySize 256 in template.yaml
-	batchSize         = 10               // ProcessorBatchSize default
+	priceAPIRequest   = 1.00 / 1e6        // HTTP API, first 300 million a month, per 512 KB of request
+	apiIncrement      = 512 << 10         // HTTP API meters requests in 512 KB increments
+	priceLambdaGBs    = 0.0000133334      // arm64, per GB-second
+	priceLambdaInvoke = 0.20 / 1e6        // per request
+	priceWRU          = 0.625 / 1e6       // DynamoDB on-demand write request unit (standard table class)
+	priceRRU          = 0.125 / 1e6       // read request unit
+	priceSQSRequest   = 0.40 / 1e6        // standard queue, per 64 KB request
+	priceSecretsCall  = 0.05 / 1e4        // Secrets Manager API call
+	priceLogsGB       = 0.50 / (1 << 30)  // CloudWatch Logs ingestion, per byte
+	priceS3Write      = 0.005 / 1e3       // S3 Standard PUT, COPY, POST, LIST per request
+	priceS3Read       = 0.0004 / 1e3      // S3 Standard GET per request
+	priceS3ByteMonth  = 0.023 / (1 << 30) // S3 Standard storage, first 50 TB, per byte-month
+	lambdaGB          = 0.25              // MemorySize 256 in template.yaml
+	batchSize         = 10                // ProcessorBatchSize default
 )
 
 func main() {
@@ -75,6 +84,10 @@ type meter struct {
 	logBytes int64
 	lambdaMS float64 // billed: each invocation rounded up to 1 ms
 	invokes  int
+	// apiRequests is the HTTP API's metered requests: one per 512 KB.
+	apiRequests int
+	// objectBytes is the bytes of the payload objects put.
+	objectBytes int64
 }
 
 func newMeter() *meter { return &meter{calls: map[string]int{}} }
@@ -98,7 +111,7 @@ func (m *meter) reset() {
 	m.Capacity.Reset()
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	m.calls, m.logBytes, m.lambdaMS, m.invokes = map[string]int{}, 0, 0, 0
+	m.calls, m.logBytes, m.lambdaMS, m.invokes, m.apiRequests, m.objectBytes = map[string]int{}, 0, 0, 0, 0, 0
 }
 
 // count is the client option that counts calls.
@@ -106,6 +119,9 @@ func (m *meter) count(s *middleware.Stack) error {
 	return s.Initialize.Add(middleware.InitializeMiddlewareFunc("calls", func(ctx context.Context, in middleware.InitializeInput, next middleware.InitializeHandler) (middleware.InitializeOutput, middleware.Metadata, error) {
 		m.mu.Lock()
 		m.calls[middleware.GetServiceID(ctx)+"."+middleware.GetOperationName(ctx)]++
+		if put, ok := in.Parameters.(*s3.PutObjectInput); ok && put.ContentLength != nil {
+			m.objectBytes += *put.ContentLength
+		}
 		m.mu.Unlock()
 		return next.HandleInitialize(ctx, in)
 	}), middleware.After)
@@ -120,6 +136,8 @@ type path struct {
 	setup func(i int) (*http.Request, []byte)
 	// new says the delivery stores an event (else it is a duplicate).
 	new bool
+	// large says its payload goes to an S3 object (the claim check).
+	large bool
 }
 
 func run(n int, out io.Writer) error {
@@ -158,6 +176,11 @@ func run(n int, out io.Writer) error {
 	if err != nil {
 		return err
 	}
+	retention, err := strconv.Atoi(stack.Env["PAYLOAD_RETENTION_DAYS"])
+	if err != nil {
+		return fmt.Errorf("PAYLOAD_RETENTION_DAYS: %w", err)
+	}
+	objectDays := claimcheck.ObjectDays(time.Duration(retention) * 24 * time.Hour)
 	poller := stack.Poller(sqs.NewFromConfig(cfg), awstest.Region, slog.New(slog.DiscardHandler))
 	handle := poller.Handler
 	poller.Handler = func(ctx context.Context, e events.SQSEvent) (events.SQSEventResponse, error) {
@@ -190,6 +213,9 @@ func run(n int, out io.Writer) error {
 			deliver: func(i int) (*http.Request, []byte) {
 				return stripe(strings.Replace(invoice("evt_second_%d", "in_same_%d", i), `"invoice.paid"`, `"invoice.payment_succeeded"`, 1))
 			}},
+		{name: "stripe invoice.paid of 1 MB, new", source: "stripe", new: true, large: true, deliver: func(i int) (*http.Request, []byte) {
+			return stripe(padded(invoice("evt_large_%d", "in_large_%d", i), 1<<20))
+		}},
 		{name: "github push, new", source: "github", new: true, deliver: func(i int) (*http.Request, []byte) {
 			return github(push(i), fmt.Sprintf("push-new-%d", i))
 		}},
@@ -219,14 +245,21 @@ func run(n int, out io.Writer) error {
 				return err
 			}
 			m.invoked(time.Since(start))
+			m.mu.Lock()
+			m.apiRequests += (len(body) + apiIncrement - 1) / apiIncrement
+			m.mu.Unlock()
 		}
 		if err := drain(ctx, poller); err != nil {
 			return err
 		}
-		if p.new {
+		if p.new && !p.large {
 			stored[p.source] = m.Units().WriteBy["PutItem"] / float64(n)
 		}
-		report(out, p, m, n, stored[p.source])
+		storedUnits := stored[p.source]
+		if p.large {
+			storedUnits = m.Units().WriteBy["PutItem"] / float64(n)
+		}
+		report(out, p, m, n, storedUnits, objectDays)
 	}
 	return nil
 }
@@ -253,6 +286,26 @@ func invoice(evt, in string, i int) string {
 	inv := fmt.Sprintf(in, i)
 	b = customerID.ReplaceAllString(b, `"cus_`+strings.TrimPrefix(inv, "in_")+`"`)
 	return invoiceID.ReplaceAllString(b, `"`+inv+`"`)
+}
+
+// padded is a Stripe event body grown to size bytes by a metadata field of
+// random base64 text on its object, which gzip cannot shrink much: a
+// payload for the claim check.
+func padded(body string, size int) string {
+	const field = `"object": {`
+	at := strings.Index(body, field)
+	if at < 0 {
+		panic("the sample event has no data object")
+	}
+	at += len(field)
+	pad := size - len(body) - len(`"metadata_pad": "",`)
+	raw := make([]byte, pad)
+	r := mrand.New(mrand.NewPCG(uint64(size), uint64(len(body))))
+	for i := range raw {
+		raw[i] = byte(r.Uint32())
+	}
+	text := base64.StdEncoding.EncodeToString(raw)[:pad]
+	return body[:at] + `"metadata_pad": "` + text + `",` + body[at:]
 }
 
 // push is the corpus's push to a repository of its own per i: the same
@@ -321,19 +374,28 @@ func drain(ctx context.Context, p *local.Poller) error {
 }
 
 // report prints one path's bill per million deliveries beside its floor:
-// one API request, one conditional write of the stored event, one send,
-// receive and delete batched by ten, one transaction over a small status
-// item (1 KB) and the effects, no reads, and Lambda's invocations at the
-// same measured durations (for a duplicate: the request and the refused
-// write).
-func report(out io.Writer, p path, m *meter, n int, storedUnits float64) {
+// one API request (a request per 512 KB, as HTTP APIs meter them), one
+// conditional write of the stored event, one send, receive and delete
+// batched by ten, one transaction over a small status item (1 KB) and the
+// effects, no reads, and Lambda's invocations at the same measured
+// durations (for a duplicate: the request and the refused write); for a
+// payload in S3, its object put once, read once and stored for the
+// bucket's lifecycle (objectDays).
+func report(out io.Writer, p path, m *meter, n int, storedUnits float64, objectDays int) {
 	per := func(v float64) float64 { return v / float64(n) }
 	sqsReq := 0
 	secrets := 0
+	s3Writes, s3Reads := 0, 0
 	var calls []string
 	for op, c := range m.calls {
 		if strings.HasPrefix(op, "SQS.") {
 			sqsReq += c
+		}
+		switch op {
+		case "S3.PutObject", "S3.CopyObject":
+			s3Writes += c
+		case "S3.GetObject", "S3.HeadObject":
+			s3Reads += c
 		}
 		if strings.HasPrefix(op, "Secrets Manager.") {
 			secrets += c
@@ -342,14 +404,20 @@ func report(out io.Writer, p path, m *meter, n int, storedUnits float64) {
 	}
 	sort.Strings(calls)
 	u := m.Units()
+	for op, w := range u.WriteBy {
+		calls = append(calls, fmt.Sprintf("WRU %s %.2f", op, per(w)))
+	}
+	sort.Strings(calls[len(calls)-len(u.WriteBy):])
 	wru := u.Write
 	if !p.new {
 		// DynamoDB bills the refused Put as the write it would have been.
 		wru += storedUnits * float64(n)
 	}
 	gbs := m.lambdaMS / 1000 * lambdaGB
-	bill := float64(n)*priceAPIRequest + gbs*priceLambdaGBs + float64(m.invokes)*priceLambdaInvoke +
-		wru*priceWRU + u.Read*priceRRU + float64(sqsReq)*priceSQSRequest + float64(secrets)*priceSecretsCall + float64(m.logBytes)*priceLogsGB
+	s3Stored := float64(m.objectBytes) * float64(objectDays) / 30 * priceS3ByteMonth
+	bill := float64(m.apiRequests)*priceAPIRequest + gbs*priceLambdaGBs + float64(m.invokes)*priceLambdaInvoke +
+		wru*priceWRU + u.Read*priceRRU + float64(sqsReq)*priceSQSRequest + float64(secrets)*priceSecretsCall + float64(m.logBytes)*priceLogsGB +
+		float64(s3Writes)*priceS3Write + float64(s3Reads)*priceS3Read + s3Stored
 
 	// The floor, per delivery.
 	floorWRU, floorSQS := storedUnits, 0.0
@@ -358,7 +426,11 @@ func report(out io.Writer, p path, m *meter, n int, storedUnits float64) {
 		floorWRU += 2*1 + effects
 		floorSQS = 1 + 2.0/batchSize
 	}
-	floor := priceAPIRequest + per(gbs)*priceLambdaGBs + per(float64(m.invokes))*priceLambdaInvoke + floorWRU*priceWRU + floorSQS*priceSQSRequest
+	floor := per(float64(m.apiRequests))*priceAPIRequest + per(gbs)*priceLambdaGBs + per(float64(m.invokes))*priceLambdaInvoke + floorWRU*priceWRU + floorSQS*priceSQSRequest
+	if p.large {
+		// The object put once, read once, stored as long as the item may be.
+		floor += priceS3Write + priceS3Read + per(s3Stored)
+	}
 	perM := func(v float64) float64 { return v * 1e6 }
 	fmt.Fprintf(out, "%-40s %9.2f %9.2f %6.2fx %7.2f %6.2f %6.2f %8.2f %8.0f\n    %s\n",
 		p.name, perM(bill/float64(n)), perM(floor), bill/float64(n)/floor, per(wru), per(u.Read), per(float64(sqsReq)), per(m.lambdaMS), per(float64(m.logBytes)), strings.Join(calls, ", "))

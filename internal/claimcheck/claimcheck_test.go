@@ -245,11 +245,80 @@ func TestDeathAndRevivalRenew(t *testing.T) {
 	f.checkKept(t, dead)
 	before := f.lastModified(t, dead.PayloadRef)
 	time.Sleep(1100 * time.Millisecond) // LastModified counts seconds
-	if _, _, err := other.Requeue(ctx, ev.Key, time.Now(), false); err != nil {
+	// Revived two days after its death: its object is old, and renewed.
+	if _, _, err := other.Requeue(ctx, ev.Key, time.Now().Add(later), false); err != nil {
 		t.Fatal(err)
 	}
 	if after := f.lastModified(t, dead.PayloadRef); !after.After(before) {
 		t.Errorf("revival did not renew the object: written %s, then %s", before, after)
+	}
+}
+
+// copies counts the objects' copies (renewals) and reads.
+type copies struct {
+	*s3.Client
+	copied, heads atomic.Int64
+}
+
+func (c *copies) CopyObject(ctx context.Context, in *s3.CopyObjectInput, opts ...func(*s3.Options)) (*s3.CopyObjectOutput, error) {
+	c.copied.Add(1)
+	return c.Client.CopyObject(ctx, in, opts...)
+}
+
+func (c *copies) HeadObject(ctx context.Context, in *s3.HeadObjectInput, opts ...func(*s3.Options)) (*s3.HeadObjectOutput, error) {
+	c.heads.Add(1)
+	return c.Client.HeadObject(ctx, in, opts...)
+}
+
+// TestFreshObjectIsNotCopied: an event claimed, finished, settled within
+// the hour of its storing costs its object no copy (the claim's read says
+// how fresh it is; another process asks S3 with a HEAD), and its item
+// still expires no later than its object.
+func TestFreshObjectIsNotCopied(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	api := &copies{Client: f.s3}
+	store := claimcheck.New(inboxstore.New(f.db, f.table, retention), claimcheck.NewObjects(api, f.bucket))
+	ev := event("fresh", largePayload(t, 64<<10))
+	if _, err := store.Insert(ctx, ev, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now().Add(claimcheck.RenewAfter - time.Minute)
+	claimed, err := store.Claim(ctx, ev.Key, "w1", now, now.Add(time.Minute))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := store.Complete(ctx, claimed, "w1", effects.Plan{}, inbox.OutcomeIgnored, now); err != nil {
+		t.Fatal(err)
+	}
+	if n, h := api.copied.Load(), api.heads.Load(); n != 0 || h != 0 {
+		t.Errorf("claim and commit within the hour: %d copies and %d heads, want none", n, h)
+	}
+	f.checkKept(t, claimed)
+	written := f.lastModified(t, claimed.PayloadRef)
+	item := f.rawItem(t, ev.Key)
+	var secs int64
+	fmt.Sscan(item["expires_at"].(*ddbtypes.AttributeValueMemberN).Value, &secs)
+	if want := written.Add(retention).Unix(); secs > want+1 {
+		t.Errorf("item expires at %d, want no later than its object's write plus the retention (%d)", secs, want)
+	}
+
+	// Another process, which saw no claim, asks S3 and still copies
+	// nothing; past the hour it renews.
+	other := claimcheck.New(inboxstore.New(f.db, f.table, retention), claimcheck.NewObjects(api, f.bucket))
+	for i, at := range []time.Time{now, time.Now().Add(claimcheck.RenewAfter + time.Minute)} {
+		ev := event(fmt.Sprintf("dies-%d", i), largePayload(t, 64<<10))
+		if _, err := store.Insert(ctx, ev, time.Now()); err != nil {
+			t.Fatal(err)
+		}
+		dead, err := other.Fail(ctx, ev.Key, inbox.Failure{Status: inbox.StatusDead, Cause: "test"}, at)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n, h := api.copied.Load(), api.heads.Load(); n != int64(i) || h != int64(i+1) {
+			t.Errorf("death %d from another process: %d copies and %d heads, want %d and %d", i, n, h, i, i+1)
+		}
+		f.checkKept(t, dead)
 	}
 }
 

@@ -2,20 +2,25 @@
 // S3 (a claim check): ingest writes the payload's object before the item
 // that points at it, the processor reads it back when it claims the
 // event, and every write that sets or may soon set the item's expiry
-// first renews the object's, so an object never expires before its item.
+// counts that expiry from no later than the object's last write, first
+// renewing the object if that write is old, so an object never expires
+// before its item.
 //
 // Why and when. The item is rewritten on every status change and
 // DynamoDB bills a write unit per KB of it each time; S3 bills a request.
 // An event's life writes its item about four times (store, claim, the
 // commit's transaction counting twice), so each KB of payload in the item
 // costs about 4 write units, $2.50 per million events at $0.625 per
-// million units; the claim check costs a PUT, a GET and two or three
-// in-place copies ($0.005 per thousand each, the GET $0.0004): about
-// $16–21 per million events whatever the size. The two meet near 7 KB of
-// compressed payload. Payloads compressing to more than InlineMax (16 KiB,
-// about 100 KB of JSON, more than nearly every delivery of the corpus)
-// come here: from there S3 is already twice as cheap, and it is the only
-// way at all past an item's 400 KB. Below it the item keeps the payload
+// million units; the claim check costs a PUT and a GET ($0.005 and
+// $0.0004 per thousand) when the event finishes within RenewAfter of its
+// storing, plus a copy ($0.005 per thousand) at each claim, commit or
+// settling later than that: $5.40 to about $20 per million events whatever
+// the size, and S3's storage ($0.023 per GB-month, for ObjectDays). The
+// two meet between 2 and 8 KB of compressed payload. Payloads compressing
+// to more than InlineMax (16 KiB, about 100 KB of JSON, more than nearly
+// every delivery of the corpus) come here: from there S3 is cheaper even
+// for an event retried for days, and it is the only way at all past an
+// item's 400 KB. Below it the item keeps the payload
 // (compressed, see inboxstore), with no S3 call in ingest's path.
 //
 // Expiry. S3 expires an object a fixed number of days after it was
@@ -26,12 +31,17 @@
 // max(retention, DeadRetention) days, and every store call that may set
 // the item's expiry — the commit, the outbox's settling, the event's
 // death — and every call that brings an event back (claim, revival)
-// first copies the object onto itself, which makes it new again, and
-// then counts the item's expiry from no later than that copy's time. An
-// item therefore never outlives its object: each expiry it is given is at
-// most ObjectDays after the last renewal. A stale worker's renewal only
-// makes the object live longer. The object outlives its item by at most
-// a day (the midnight rounding) when the retention is at least
+// learns when the object was last written (the claim's read returns it;
+// else a HEAD), copies the object onto itself if that was over
+// RenewAfter ago, which makes it new again, and then counts the item's
+// expiry from no later than the object's last write. An item therefore
+// never outlives its object: each expiry it is given is at most
+// ObjectDays after a write of the object, and an object's LastModified
+// only moves forward. A stale worker's renewal only makes the object live
+// longer. The price of not copying a fresh object is that an event whose
+// payload is in S3 is kept up to RenewAfter less than the retention after
+// it finishes. The object outlives its item by at most a day (the
+// midnight rounding) when the retention is at least
 // DeadRetention, as by default; with a shorter retention a processed
 // event's object is kept DeadRetention (the bucket has one rule, so a
 // dead event's object cannot be kept longer than a processed one's).
@@ -99,6 +109,7 @@ type API interface {
 	PutObject(ctx context.Context, in *s3.PutObjectInput, optFns ...func(*s3.Options)) (*s3.PutObjectOutput, error)
 	GetObject(ctx context.Context, in *s3.GetObjectInput, optFns ...func(*s3.Options)) (*s3.GetObjectOutput, error)
 	CopyObject(ctx context.Context, in *s3.CopyObjectInput, optFns ...func(*s3.Options)) (*s3.CopyObjectOutput, error)
+	HeadObject(ctx context.Context, in *s3.HeadObjectInput, optFns ...func(*s3.Options)) (*s3.HeadObjectOutput, error)
 }
 
 // Objects are the payload objects in one bucket.
@@ -179,27 +190,44 @@ func (o *Objects) Renew(ctx context.Context, ref inbox.PayloadRef) (time.Time, e
 	return *out.CopyObjectResult.LastModified, nil
 }
 
+// Written returns when the object was last written (put or renewed), as
+// S3 says; a missing object is ErrLost.
+func (o *Objects) Written(ctx context.Context, ref inbox.PayloadRef) (time.Time, error) {
+	out, err := o.api.HeadObject(ctx, &s3.HeadObjectInput{Bucket: &o.bucket, Key: &ref.Object})
+	if err != nil {
+		return time.Time{}, wrap("head payload "+ref.Object, err)
+	}
+	if out.LastModified == nil {
+		return time.Time{}, fmt.Errorf("head payload %s: %w: no LastModified in the answer", ref.Object, inbox.ErrUnavailable)
+	}
+	return *out.LastModified, nil
+}
+
 // Get returns the payload ref points at, checked against its size and
-// SHA-256: a missing object, or one that is not that payload, is ErrLost.
-func (o *Objects) Get(ctx context.Context, ref inbox.PayloadRef) ([]byte, error) {
+// SHA-256, and when its object was last written: a missing object, or one
+// that is not that payload, is ErrLost.
+func (o *Objects) Get(ctx context.Context, ref inbox.PayloadRef) ([]byte, time.Time, error) {
 	out, err := o.api.GetObject(ctx, &s3.GetObjectInput{Bucket: &o.bucket, Key: &ref.Object})
 	if err != nil {
-		return nil, wrap("get payload "+ref.Object, err)
+		return nil, time.Time{}, wrap("get payload "+ref.Object, err)
 	}
 	defer out.Body.Close()
+	if out.LastModified == nil {
+		return nil, time.Time{}, fmt.Errorf("get payload %s: %w: no LastModified in the answer", ref.Object, inbox.ErrUnavailable)
+	}
 	z, err := io.ReadAll(io.LimitReader(out.Body, MaxPayload+1))
 	if err != nil {
-		return nil, fmt.Errorf("get payload %s: %w: %w", ref.Object, inbox.ErrUnavailable, err)
+		return nil, time.Time{}, fmt.Errorf("get payload %s: %w: %w", ref.Object, inbox.ErrUnavailable, err)
 	}
 	p, err := gunzip(z)
 	if err != nil {
-		return nil, fmt.Errorf("get payload %s: %w: %w: %w", ref.Object, inbox.ErrInvalid, ErrLost, err)
+		return nil, time.Time{}, fmt.Errorf("get payload %s: %w: %w: %w", ref.Object, inbox.ErrInvalid, ErrLost, err)
 	}
 	s := sha256.Sum256(p)
 	if len(p) != ref.Bytes || hex.EncodeToString(s[:]) != ref.SHA256 {
-		return nil, fmt.Errorf("get payload %s: %w: %w: %d bytes that are not the payload verified at ingest", ref.Object, inbox.ErrInvalid, ErrLost, len(p))
+		return nil, time.Time{}, fmt.Errorf("get payload %s: %w: %w: %d bytes that are not the payload verified at ingest", ref.Object, inbox.ErrInvalid, ErrLost, len(p))
 	}
-	return p, nil
+	return p, *out.LastModified, nil
 }
 
 // wrap classifies an S3 failure: a missing object is ErrLost and cannot

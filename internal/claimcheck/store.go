@@ -21,19 +21,34 @@ type Store struct {
 
 	// refs remembers, for the events this instance saw claimed or
 	// refused a claim, the reference of their payload object (nil: the
-	// payload is in the item), so the calls that name only a key need no
-	// read to know whether there is an object to renew. A miss reads the
-	// item.
+	// payload is in the item) and when this instance last saw the object
+	// written, so the calls that name only a key need no read to know
+	// whether there is an object to renew, nor an S3 call to know it is
+	// fresh. A miss reads the item. A remembered time is safe however old
+	// the memory: an object's LastModified only moves forward.
 	mu   sync.Mutex
-	refs map[inbox.Key]*inbox.PayloadRef
+	refs map[inbox.Key]seen
 }
+
+type seen struct {
+	ref     *inbox.PayloadRef
+	written time.Time // zero: not known
+}
+
+// RenewAfter is how old an object may be and still not be renewed before
+// a write that sets its item's expiry. The expiry then counts from the
+// object's last write instead of now, so the item is kept up to this much
+// less than the retention after its event finishes; in exchange an event
+// finished within the hour of its storing, nearly all of them, costs no
+// copy at all.
+const RenewAfter = time.Hour
 
 // maxRefs bounds what refs remembers; past it, it starts again.
 const maxRefs = 4096
 
 // New returns the store over inner keeping large payloads in objects.
 func New(inner *inboxstore.Store, objects *Objects) *Store {
-	return &Store{Store: inner, objects: objects, refs: make(map[inbox.Key]*inbox.PayloadRef)}
+	return &Store{Store: inner, objects: objects, refs: make(map[inbox.Key]seen)}
 }
 
 // Insert stores a new event as inboxstore.Store.Insert does; a payload
@@ -55,40 +70,42 @@ func (s *Store) Insert(ctx context.Context, e inbox.Event, now time.Time) (inbox
 }
 
 // Claim claims the event as inboxstore.Store.Claim does; an event whose
-// payload is in an object has the object renewed and read, and gets its
-// payload. A lost object is an error wrapping inbox.ErrInvalid and
+// payload is in an object has the object read, and renewed if it is older
+// than RenewAfter, and gets its payload. A lost object is an error wrapping inbox.ErrInvalid and
 // ErrLost (retrying cannot bring it back); an outage, inbox.ErrUnavailable.
 // The claim stands either way: the caller records the failure on the
 // event, as for any failed attempt.
 func (s *Store) Claim(ctx context.Context, k inbox.Key, owner string, now, leaseUntil time.Time) (inbox.Event, error) {
 	ev, err := s.Store.Claim(ctx, k, owner, now, leaseUntil)
 	if ev.Key == k {
-		s.remember(k, ev.PayloadRef)
+		s.remember(k, ev.PayloadRef, time.Time{})
 	}
 	if err != nil || ev.PayloadRef == nil {
 		return ev, err
 	}
-	if _, err := s.objects.Renew(ctx, *ev.PayloadRef); err != nil {
-		return ev, fmt.Errorf("claim %s: %w", k, err)
-	}
-	p, err := s.objects.Get(ctx, *ev.PayloadRef)
+	p, written, err := s.objects.Get(ctx, *ev.PayloadRef)
 	if err != nil {
 		return ev, fmt.Errorf("claim %s: %w", k, err)
 	}
+	if now.Sub(written) > RenewAfter {
+		if written, err = s.objects.Renew(ctx, *ev.PayloadRef); err != nil {
+			return ev, fmt.Errorf("claim %s: %w", k, err)
+		}
+	}
+	s.remember(k, ev.PayloadRef, written)
 	ev.Payload = p
 	return ev, nil
 }
 
-// Complete commits as inboxstore.Store.Complete does, after renewing the
-// event's object, with the event's expiry counted from no later than the
-// renewal.
+// Complete commits as inboxstore.Store.Complete does, after making sure
+// of the event's object (fresh), with the event's expiry counted from no
+// later than the object's last write.
 func (s *Store) Complete(ctx context.Context, ev inbox.Event, owner string, plan effects.Plan, outcome inbox.Outcome, now time.Time) error {
 	if ev.PayloadRef != nil {
-		kept, err := s.objects.Renew(ctx, *ev.PayloadRef)
-		if err != nil && !errors.Is(err, ErrLost) {
+		var err error
+		if now, err = s.fresh(ctx, ev.Key, *ev.PayloadRef, now); err != nil {
 			return fmt.Errorf("complete %s: %w", ev.Key, err)
 		}
-		now = earliest(now, kept)
 	}
 	return s.Store.Complete(ctx, ev, owner, plan, outcome, now)
 }
@@ -132,26 +149,49 @@ func (s *Store) Payload(ctx context.Context, ev inbox.Event) ([]byte, error) {
 	if ev.PayloadRef == nil {
 		return ev.Payload, nil
 	}
-	return s.objects.Get(ctx, *ev.PayloadRef)
+	p, _, err := s.objects.Get(ctx, *ev.PayloadRef)
+	return p, err
 }
 
-// renew renews the object of k's event, if it has one, and returns the
-// time to count an expiry from: now, or the renewal's if earlier. An
-// absent event or a lost object has nothing to renew: the call it
-// precedes answers for the event.
+// renew makes sure of the object of k's event, if it has one (fresh),
+// and returns the time to count an expiry from. An absent event has
+// nothing to renew: the call it precedes answers for the event.
 func (s *Store) renew(ctx context.Context, k inbox.Key, now time.Time) (time.Time, error) {
 	ref, err := s.ref(ctx, k, now)
 	if err != nil || ref == nil {
 		return now, err
 	}
-	kept, err := s.objects.Renew(ctx, *ref)
-	if errors.Is(err, ErrLost) {
-		return now, nil
+	return s.fresh(ctx, k, *ref, now)
+}
+
+// fresh returns the time to count an expiry of k's item from: now, or
+// the last write of its object if earlier, which it first renews (copies
+// onto itself) if that write is older than RenewAfter. The object's
+// lifecycle keeps it ObjectDays after its last write, so an expiry
+// counted from the returned time is within the object's life. It knows
+// the last write from what this instance saw (the claim's read, an
+// earlier renewal), else asks S3 (a HEAD, priced as a GET, not a COPY). A
+// lost object has nothing to renew: now is returned, and the call it
+// precedes answers for the event.
+func (s *Store) fresh(ctx context.Context, k inbox.Key, ref inbox.PayloadRef, now time.Time) (time.Time, error) {
+	s.mu.Lock()
+	written := s.refs[k].written
+	s.mu.Unlock()
+	var err error
+	if written.IsZero() {
+		written, err = s.objects.Written(ctx, ref)
 	}
-	if err != nil {
+	if err == nil && now.Sub(written) > RenewAfter {
+		written, err = s.objects.Renew(ctx, ref)
+	}
+	switch {
+	case errors.Is(err, ErrLost):
+		return now, nil
+	case err != nil:
 		return now, err
 	}
-	return earliest(now, kept), nil
+	s.remember(k, &ref, written)
+	return earliest(now, written), nil
 }
 
 // ref returns the reference of k's payload object, nil if the payload is
@@ -161,7 +201,7 @@ func (s *Store) ref(ctx context.Context, k inbox.Key, now time.Time) (*inbox.Pay
 	r, ok := s.refs[k]
 	s.mu.Unlock()
 	if ok {
-		return r, nil
+		return r.ref, nil
 	}
 	ev, err := s.Store.Get(ctx, k, now)
 	switch {
@@ -170,17 +210,22 @@ func (s *Store) ref(ctx context.Context, k inbox.Key, now time.Time) (*inbox.Pay
 	case err != nil:
 		return nil, err
 	}
-	s.remember(k, ev.PayloadRef)
+	s.remember(k, ev.PayloadRef, time.Time{})
 	return ev.PayloadRef, nil
 }
 
-func (s *Store) remember(k inbox.Key, r *inbox.PayloadRef) {
+// remember notes k's payload reference and, if known, when its object
+// was written; a later time never gives way to an earlier one.
+func (s *Store) remember(k inbox.Key, r *inbox.PayloadRef, written time.Time) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if len(s.refs) >= maxRefs {
 		clear(s.refs)
 	}
-	s.refs[k] = r
+	if old, ok := s.refs[k]; ok && old.ref != nil && r != nil && old.ref.Object == r.Object && old.written.After(written) {
+		written = old.written
+	}
+	s.refs[k] = seen{ref: r, written: written}
 }
 
 // earliest is a, or b if b is set and earlier.
