@@ -240,26 +240,18 @@ func (h *Handler) handle(ctx context.Context, req apigw.Request, now time.Time) 
 		return fail(http.StatusServiceUnavailable, outcomeError, "temporarily unavailable", err)
 	}
 	if req.Method == http.MethodGet {
-		reply, err := sub.Subscribe(sreq, keys.VerifyTokens)
-		if err != nil {
-			return fail(http.StatusUnauthorized, outcomeRejected, "invalid signature", err)
+		var reply signature.Reply
+		if _, res := h.verify(ctx, secretID, keys, func(k source.Keys) (err error) {
+			reply, err = sub.Subscribe(sreq, k.VerifyTokens)
+			return err
+		}); res != nil {
+			return *res
 		}
 		return result{status: reply.Status, reply: &reply, outcome: outcomeHandshake}
 	}
-	if err := src.Scheme.Verify(sreq, keys.Signing, now); err != nil {
-		// During a Secrets Manager rotation the provider may still sign
-		// with the previous version.
-		prev, perr := h.cfg.Secrets.Previous(ctx, secretID)
-		switch {
-		case perr != nil && errors.Is(perr, inbox.ErrUnavailable):
-			return fail(http.StatusServiceUnavailable, outcomeError, "temporarily unavailable", perr)
-		case perr != nil:
-			return fail(http.StatusUnauthorized, outcomeRejected, "invalid signature", err)
-		}
-		if perr := src.Scheme.Verify(sreq, prev.Signing, now); perr != nil {
-			return fail(http.StatusUnauthorized, outcomeRejected, "invalid signature", err)
-		}
-		keys = prev
+	keys, res := h.verify(ctx, secretID, keys, func(k source.Keys) error { return src.Scheme.Verify(sreq, k.Signing, now) })
+	if res != nil {
+		return *res
 	}
 	// Only a verified request may be a handshake: answering an unverified
 	// challenge would let anyone confirm an endpoint.
@@ -277,6 +269,28 @@ func (h *Handler) handle(ctx context.Context, req apigw.Request, now time.Time) 
 		return fail(http.StatusBadRequest, outcomeInvalid, "malformed event: missing or invalid id, type or created", err)
 	}
 	return h.store(ctx, src, account, ids, req, now)
+}
+
+// verify runs check with the secret's current keys and, if they fail,
+// with its previous version's during a Secrets Manager rotation window
+// (the provider may still sign, or a subscription be confirmed, with the
+// old secret). It returns the keys that passed, or the result refusing
+// the request.
+func (h *Handler) verify(ctx context.Context, secretID string, keys source.Keys, check func(source.Keys) error) (source.Keys, *result) {
+	err := check(keys)
+	if err == nil {
+		return keys, nil
+	}
+	prev, perr := h.cfg.Secrets.Previous(ctx, secretID)
+	switch {
+	case perr != nil && errors.Is(perr, inbox.ErrUnavailable):
+		res := fail(http.StatusServiceUnavailable, outcomeError, "temporarily unavailable", perr)
+		return keys, &res
+	case perr == nil && check(prev) == nil:
+		return prev, nil
+	}
+	res := fail(http.StatusUnauthorized, outcomeRejected, "invalid signature", err)
+	return keys, &res
 }
 
 // neverKept are the headers that carry credentials: never stored, whatever

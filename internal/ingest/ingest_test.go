@@ -805,3 +805,50 @@ func TestPerTenantSource(t *testing.T) {
 		t.Errorf("not per-tenant: stored %v", f.store.events)
 	}
 }
+
+// tokenSecrets serves Meta verify tokens: the current version's, and the
+// previous version's during a rotation window.
+type tokenSecrets struct{ current, previous string }
+
+func (s tokenSecrets) Get(context.Context, string) (source.Keys, error) {
+	return source.Keys{Signing: [][]byte{[]byte("app-secret")}, VerifyTokens: [][]byte{[]byte(s.current)}}, nil
+}
+
+func (s tokenSecrets) Previous(context.Context, string) (source.Keys, error) {
+	if s.previous == "" {
+		return source.Keys{}, errNoSecret
+	}
+	return source.Keys{Signing: [][]byte{[]byte("old-app-secret")}, VerifyTokens: [][]byte{[]byte(s.previous)}}, nil
+}
+
+// TestSubscribeWithPreviousToken: Meta's subscription GET confirms with
+// the previous version's verify token while a rotation window lasts (the
+// app's dashboard may still hold the old one), and not after.
+func TestSubscribeWithPreviousToken(t *testing.T) {
+	set, err := source.Parse(`[{"name":"meta","kind":"meta"}]`, "wi/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	req := fakeRequest("GET", "", map[string]string{"source": "meta"})
+	req.RawPath = "/webhooks/meta"
+	req.RawQueryString = "hub.mode=subscribe&hub.verify_token=old-token&hub.challenge=1158201444"
+	for _, tc := range []struct {
+		name     string
+		secrets  tokenSecrets
+		status   int
+		response string
+	}{
+		{"current token only", tokenSecrets{current: "old-token"}, 200, "1158201444"},
+		{"in the window", tokenSecrets{current: "new-token", previous: "old-token"}, 200, "1158201444"},
+		{"after the window", tokenSecrets{current: "new-token"}, 401, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFixture(t)
+			f.h.cfg.Sources, f.h.cfg.Secrets = set, tc.secrets
+			resp, _ := f.h.HandleV2(context.Background(), req)
+			if resp.StatusCode != tc.status || (tc.status == 200 && resp.Body != tc.response) {
+				t.Errorf("got %d %q, want %d %q", resp.StatusCode, resp.Body, tc.status, tc.response)
+			}
+		})
+	}
+}
