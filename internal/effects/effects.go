@@ -125,9 +125,13 @@ func (m Machine) Into(attr, to string) *Transition {
 	return &Transition{Attr: attr, To: to, From: from}
 }
 
-// ActionHTTP is the one outbound action there is: a JSON POST to the URL
-// configured for the row's target.
-const ActionHTTP = "http"
+// The outbound actions: ActionHTTP, a JSON POST to the URL configured for
+// the row's target; ActionEventBridge, a PutEvents entry (package forward
+// writes these rows, from configuration).
+const (
+	ActionHTTP        = "http"
+	ActionEventBridge = "eventbridge"
+)
 
 // Outbound is a call to another system, delivered after the commit.
 type Outbound struct {
@@ -362,8 +366,8 @@ func (v *validator) update(what string, u Update) {
 
 func (v *validator) outbound(what string, o Outbound) {
 	switch {
-	case o.Action != "" && o.Action != ActionHTTP:
-		v.fail("%s: action %q: want %q", what, o.Action, ActionHTTP)
+	case o.Action != "" && o.Action != ActionHTTP && o.Action != ActionEventBridge:
+		v.fail("%s: action %q: want %q or %q", what, o.Action, ActionHTTP, ActionEventBridge)
 	case o.Target == "" || o.Key == "":
 		v.fail("%s: empty target or key", what)
 	case len(o.Key) > MaxKeyBytes:
