@@ -164,7 +164,7 @@ fuzz: ## Every fuzz target of the parsers in turn, FUZZTIME each (FUZZTIME=5m fo
 	  done; \
 	done
 FUZZTIME ?= 30s
-FUZZ_PKGS ?= ./internal/signature/ ./internal/apigw/ ./internal/source/ ./internal/inbox/ ./infra/local/
+FUZZ_PKGS ?= ./internal/signature/ ./internal/apigw/ ./internal/source/ ./internal/inbox/ ./internal/forward/ ./infra/local/
 
 .PHONY: moto
 moto: $(MOTO_SERVER)

@@ -190,8 +190,10 @@ const SourcePrefix = "webhook-inbox."
 // maxDetailType is EventBridge's bound on an entry's DetailType.
 const maxDetailType = 128
 
-// TargetOf is the outbox target of a route's rows: the bus.
-func TargetOf(bus string) string { return "eventbridge:" + bus }
+// TargetOf is the outbox target of a route's rows, one per route (Parse
+// allows one route per source and bus), so each route has its own
+// delivery options.
+func TargetOf(r Route) string { return "eventbridge:" + r.Source + ":" + r.Bus }
 
 // Outbound returns the outbox rows forwarding ev along routes, one per
 // route (Parse allows one route per source and bus). Each row's key is
@@ -214,7 +216,7 @@ func Outbound(ev inbox.Event, routes Routes) ([]effects.Outbound, error) {
 		if err != nil {
 			return nil, err
 		}
-		target := TargetOf(r.Bus)
+		target := TargetOf(r)
 		out = append(out, effects.Outbound{
 			Action: effects.ActionEventBridge, Target: target,
 			Key: effects.KeyOf(ev.Key.String(), target), Body: body,

@@ -117,7 +117,7 @@ func TestOutbound(t *testing.T) {
 	if err := p.Validate(); err != nil {
 		t.Fatalf("the rows do not make a valid plan: %v", err)
 	}
-	if rows[0].Key == rows[1].Key || rows[0].Action != effects.ActionEventBridge || rows[0].Target != "eventbridge:billing" {
+	if rows[0].Key == rows[1].Key || rows[0].Action != effects.ActionEventBridge || rows[0].Target != "eventbridge:stripe:billing" {
 		t.Errorf("rows: %+v", rows)
 	}
 	var r Row

@@ -28,6 +28,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/webhook-inbox/webhook-inbox/internal/effects"
 	"github.com/webhook-inbox/webhook-inbox/internal/inbox"
 	"github.com/webhook-inbox/webhook-inbox/internal/obs"
 )
@@ -40,13 +41,18 @@ type Store interface {
 	SettleOutbox(ctx context.Context, k inbox.Key, gen int, settled bool, due, now time.Time) error
 }
 
-// Target is a configured receiver of outbound rows.
+// Target is a configured receiver of outbound rows: an HTTP receiver, or
+// for forwarding rows (effects.ActionEventBridge) an EventBridge route
+// (forward.TargetOf names it; the bus is in the row).
 type Target struct {
 	// URL receives each row as a JSON POST. Empty: rows are delivered to
-	// the log only (a development setup with no receiver).
+	// the log only (a development setup with no receiver). Unused by
+	// forwarding rows.
 	URL string
 	// RetryUnknown says the receiver dedupes on the Idempotency-Key
-	// header, so a call whose outcome is unknown may be sent again.
+	// header (an HTTP receiver) or on the event key (an EventBridge
+	// route's consumers), so a call whose outcome is unknown may be made
+	// again.
 	RetryUnknown bool
 	// Timeout bounds one call, from dialling to the response's status.
 	// Zero means DefaultTimeout.
@@ -73,6 +79,10 @@ const finishTimeout = 3 * time.Second
 type Config struct {
 	Store   Store
 	Targets map[string]Target
+	// EventBridge puts forwarding rows' entries, with their Detail built
+	// from the payloads Events reads; both are needed only for such rows.
+	EventBridge PutEventsAPI
+	Events      Events
 	// Client makes the calls; nil means one that never follows redirects.
 	// Its CheckRedirect is replaced: a redirect is the receiver's answer,
 	// not an invitation to send the row elsewhere.
@@ -244,6 +254,9 @@ func (d *Deliverer) one(work, book context.Context, ev inbox.Key, i int, key, ow
 		res = Result{State: Dead, Cause: fmt.Sprintf("%d attempts, over the budget of %d", attempt-1, d.cfg.MaxAttempts)}
 	case !known:
 		res = Result{State: Failed, Cause: fmt.Sprintf("no target %q is configured", prev.Target)}
+	case prev.Action == effects.ActionEventBridge:
+		res = d.put(work, target, prev)
+		sent = true
 	case target.URL == "":
 		res = Result{State: Delivered, DeliveredTo: "log"}
 		d.cfg.Logger.Info("outbox row delivered to the log", "event_key", ev.String(), "row", i, "target", prev.Target, "body_bytes", len(prev.Body))

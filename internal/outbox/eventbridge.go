@@ -1,0 +1,156 @@
+package outbox
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http/httptrace"
+	"sync/atomic"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/eventbridge"
+	"github.com/aws/aws-sdk-go-v2/service/eventbridge/types"
+	smithyhttp "github.com/aws/smithy-go/transport/http"
+
+	"github.com/webhook-inbox/webhook-inbox/internal/awserr"
+	"github.com/webhook-inbox/webhook-inbox/internal/forward"
+	"github.com/webhook-inbox/webhook-inbox/internal/inbox"
+)
+
+// PutEventsAPI is the part of the EventBridge client the outbox needs.
+type PutEventsAPI interface {
+	PutEvents(ctx context.Context, in *eventbridge.PutEventsInput, optFns ...func(*eventbridge.Options)) (*eventbridge.PutEventsOutput, error)
+}
+
+var _ PutEventsAPI = (*eventbridge.Client)(nil)
+
+// Events reads the stored events whose payloads forwarding rows carry to
+// EventBridge (the store: claimcheck.Store).
+type Events interface {
+	Get(ctx context.Context, k inbox.Key, now time.Time) (inbox.Event, error)
+	Payload(ctx context.Context, ev inbox.Event) ([]byte, error)
+}
+
+// permanentEntryCodes are the per-entry PutEvents errors that putting the
+// same entry again cannot cure.
+var permanentEntryCodes = map[string]bool{
+	"MalformedDetail":     true,
+	"InvalidArgument":     true,
+	"MalformedDetailType": true,
+}
+
+// put delivers a forwarding row (effects.ActionEventBridge): the entry
+// its body describes, with the Detail built from its event's stored
+// payload, in one PutEvents call. It classifies the outcome as send does
+// for HTTP:
+//
+//   - an entry EventBridge accepted (an EventId): delivered;
+//   - an entry it refused (FailedEntryCount): failed, retried with
+//     backoff, or rejected for a malformed entry;
+//   - an error answer with a 4xx status (throttling, a missing bus, a
+//     denied permission): the request was refused whole: failed, or
+//     rejected if it is invalid in itself;
+//   - a request never written whole: failed;
+//   - a 5xx answer, a timeout or a connection lost after the request was
+//     written: unknown, or failed (put again) for a route that retries
+//     unknowns, its consumers deduping on the event key.
+//
+// The SDK's own retries are off for the call: a retry of a written
+// request is a second put, which only the route may allow.
+func (d *Deliverer) put(ctx context.Context, t Target, r Row) Result {
+	if d.cfg.EventBridge == nil || d.cfg.Events == nil {
+		return Result{State: Failed, Cause: "no EventBridge client is configured"}
+	}
+	var fr forward.Row
+	if err := json.Unmarshal(r.Body, &fr); err != nil || fr.Bus == "" || fr.Source == "" || fr.DetailType == "" {
+		return Result{State: Rejected, Cause: fmt.Sprintf("not a forwarding row (%v)", err)}
+	}
+	at, err := time.Parse(time.RFC3339, fr.Time)
+	if err != nil {
+		return Result{State: Rejected, Cause: "forwarding row: time: " + err.Error()}
+	}
+	k, err := inbox.ParseKey(fr.EventKey)
+	if err != nil {
+		return Result{State: Rejected, Cause: "forwarding row: event key: " + err.Error()}
+	}
+	ev, err := d.cfg.Events.Get(ctx, k, d.cfg.Now())
+	switch {
+	case errors.Is(err, inbox.ErrNotFound):
+		return Result{State: Rejected, Cause: "its event is no longer stored"}
+	case err != nil:
+		return Result{State: Failed, Cause: "reading its event: " + err.Error()}
+	}
+	payload, err := d.cfg.Events.Payload(ctx, ev)
+	switch {
+	case errors.Is(err, inbox.ErrInvalid):
+		return Result{State: Rejected, Cause: "its event's payload: " + err.Error()}
+	case err != nil:
+		return Result{State: Failed, Cause: "reading its event's payload: " + err.Error()}
+	}
+	detail, err := forward.Detail(fr, forward.MetaOf(ev), payload)
+	if err != nil {
+		return Result{State: Rejected, Cause: err.Error()}
+	}
+	entry := types.PutEventsRequestEntry{
+		EventBusName: aws.String(fr.Bus), Source: aws.String(fr.Source), DetailType: aws.String(fr.DetailType),
+		Detail: aws.String(string(detail)), Time: aws.Time(at),
+	}
+
+	ctx, cancel := context.WithTimeout(ctx, t.Timeout)
+	defer cancel()
+	var wrote atomic.Bool
+	ctx = httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{
+		WroteRequest: func(info httptrace.WroteRequestInfo) {
+			if info.Err == nil {
+				wrote.Store(true)
+			}
+		},
+	})
+	out, err := d.cfg.EventBridge.PutEvents(ctx, &eventbridge.PutEventsInput{Entries: []types.PutEventsRequestEntry{entry}},
+		func(o *eventbridge.Options) { o.Retryer = aws.NopRetryer{} })
+	if err == nil {
+		if len(out.Entries) != 1 {
+			return d.unknownPut(t, fmt.Sprintf("PutEvents answered %d entries for 1", len(out.Entries)))
+		}
+		e := out.Entries[0]
+		if out.FailedEntryCount == 0 && e.ErrorCode == nil && e.EventId != nil {
+			return Result{State: Delivered, DeliveredTo: "eventbridge"}
+		}
+		code := aws.ToString(e.ErrorCode)
+		cause := fmt.Sprintf("EventBridge refused the entry: %s: %s", code, aws.ToString(e.ErrorMessage))
+		if permanentEntryCodes[code] {
+			return Result{State: Rejected, Cause: cause}
+		}
+		return Result{State: Failed, Cause: cause}
+	}
+	// The SDK wraps a call with no answer (a timeout) in a ResponseError
+	// too, of status 0.
+	var resp *smithyhttp.ResponseError
+	status := 0
+	if errors.As(err, &resp) {
+		status = resp.HTTPStatusCode()
+	}
+	switch {
+	case status >= 400 && status < 500:
+		if awserr.Permanent(err) {
+			return Result{State: Rejected, StatusCode: status, Cause: "PutEvents: " + err.Error()}
+		}
+		return Result{State: Failed, StatusCode: status, Cause: "PutEvents: " + err.Error()}
+	case status == 0 && awserr.Permanent(err):
+		// Refused by the SDK before sending.
+		return Result{State: Rejected, Cause: "PutEvents: " + err.Error()}
+	case status == 0 && !wrote.Load():
+		return Result{State: Failed, Cause: "PutEvents not sent: " + err.Error()}
+	}
+	return d.unknownPut(t, "PutEvents: "+err.Error())
+}
+
+// unknownPut is the result of a put that may have reached EventBridge.
+func (d *Deliverer) unknownPut(t Target, cause string) Result {
+	if t.RetryUnknown {
+		return Result{State: Failed, Cause: "outcome unknown, put again as the route retries unknowns: " + cause}
+	}
+	return Result{State: Unknown, Cause: "the put was sent and its outcome is unknown: " + cause}
+}
