@@ -45,6 +45,7 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 
 	"github.com/webhook-inbox/webhook-inbox/internal/effects"
+	"github.com/webhook-inbox/webhook-inbox/internal/forward"
 	"github.com/webhook-inbox/webhook-inbox/internal/inbox"
 	"github.com/webhook-inbox/webhook-inbox/internal/obs"
 	"github.com/webhook-inbox/webhook-inbox/internal/outbox"
@@ -102,6 +103,10 @@ type Config struct {
 	DeadLetters DeadLetters
 	Visibility  Visibility
 	Routes      Routes
+	// Forward are the FORWARD routes: an event they take gets one outbox
+	// row per route (package forward) in its plan, beside its handler's
+	// parts, committed and delivered with them.
+	Forward forward.Routes
 	// MaxReceiveCount is the main queue's redrive maxReceiveCount: a failure
 	// on that receive is the last one, so the event is marked dead.
 	MaxReceiveCount int
@@ -516,21 +521,22 @@ func (p *Processor) record(work, book context.Context, inv invocation, j *job) r
 	return res
 }
 
-// plan runs the event's handler and checks its plan. A handler that
-// panics fails permanently: a panic is a bug that retrying repeats.
+// plan runs the event's handler, adds the rows forwarding it (FORWARD),
+// and checks the plan. A handler that panics fails permanently: a panic is
+// a bug that retrying repeats. A handler's failure forwards nothing: the
+// event is forwarded when it commits.
 func (p *Processor) plan(ctx context.Context, ev inbox.Event) (plan effects.Plan, outcome inbox.Outcome, err error) {
-	h := p.cfg.Routes.lookup(ev.Kind, ev.Type)
-	if h == nil {
-		return effects.Plan{}, inbox.OutcomeIgnored, nil
-	}
-	defer func() {
-		if r := recover(); r != nil {
-			err = effects.Permanent(fmt.Errorf("handler panicked: %v", r))
+	if h := p.cfg.Routes.lookup(ev.Kind, ev.Type); h != nil {
+		if plan, err = p.handle(ctx, h, ev); err != nil {
+			return effects.Plan{}, "", err
 		}
-	}()
-	plan, err = h(ctx, ev)
-	if err != nil {
-		return effects.Plan{}, "", err
+	}
+	if routes := p.cfg.Forward.Match(ev.Key.Source, ev.Type); len(routes) > 0 {
+		rows, err := forward.Outbound(ev, routes)
+		if err != nil {
+			return effects.Plan{}, "", effects.Permanent(fmt.Errorf("forwarding: %w", err))
+		}
+		plan.Outbound = append(plan.Outbound, rows...)
 	}
 	if err := plan.Validate(); err != nil {
 		return effects.Plan{}, "", effects.Permanent(fmt.Errorf("invalid plan: %w", err))
@@ -539,6 +545,16 @@ func (p *Processor) plan(ctx context.Context, ev inbox.Event) (plan effects.Plan
 		return plan, inbox.OutcomeIgnored, nil
 	}
 	return plan, inbox.OutcomeApplied, nil
+}
+
+// handle runs a handler, a panic made a permanent failure.
+func (p *Processor) handle(ctx context.Context, h effects.Handler, ev inbox.Event) (plan effects.Plan, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = effects.Permanent(fmt.Errorf("handler panicked: %v", r))
+		}
+	}()
+	return h(ctx, ev)
 }
 
 // commit writes the plan and marks the event processed. Parts the store

@@ -16,6 +16,7 @@ import (
 	"github.com/aws/aws-lambda-go/lambdacontext"
 
 	"github.com/webhook-inbox/webhook-inbox/internal/effects"
+	"github.com/webhook-inbox/webhook-inbox/internal/forward"
 	"github.com/webhook-inbox/webhook-inbox/internal/inbox"
 	"github.com/webhook-inbox/webhook-inbox/internal/outbox"
 )
@@ -1008,4 +1009,85 @@ func TestProcessedAtTheDeadlineIsNotRedriven(t *testing.T) {
 	if len(resp.BatchItemFailures) != 0 || len(h.dlq.sent) != 0 {
 		t.Errorf("got failures %v, DLQ %v; want the record acknowledged", resp.BatchItemFailures, h.dlq.sent)
 	}
+}
+
+// TestForwarding: an event FORWARD takes commits one forwarding row per
+// matching route beside its handler's parts; a type no route matches
+// forwards nothing; a type with no handler is still forwarded (applied);
+// a handler's failure commits and forwards nothing.
+func TestForwarding(t *testing.T) {
+	routes, err := forward.Parse(`[
+		{"source": "stripe", "types": ["invoice.*"], "bus": "billing"},
+		{"source": "stripe", "bus": "all"},
+		{"source": "github", "bus": "code"}
+	]`, []string{"stripe", "github"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name, typ   string
+		handler     effects.Handler
+		wantFacts   int
+		wantTargets string
+		wantOutcome inbox.Outcome
+	}{
+		{"handled and forwarded", "invoice.paid", handlerOf(planOf("a"), nil), 1, "eventbridge:stripe:billing eventbridge:stripe:all", inbox.OutcomeApplied},
+		{"forwarded by one route", "customer.created", nil, 0, "eventbridge:stripe:all", inbox.OutcomeApplied},
+		{"handler with nothing to do, forwarded", "invoice.paid", handlerOf(effects.Plan{}, nil), 0, "eventbridge:stripe:billing eventbridge:stripe:all", inbox.OutcomeApplied},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var got effects.Plan
+			var outcome inbox.Outcome
+			store := &fakeStore{
+				claim: func(k inbox.Key, _ string) (inbox.Event, error) {
+					return inbox.Event{Key: k, Kind: "stripe", Type: tc.typ, Status: inbox.StatusProcessing}, nil
+				},
+				complete: func(p effects.Plan, o inbox.Outcome) error { got, outcome = p, o; return nil },
+			}
+			h := newHarness(t, store, nil, func(c *Config) {
+				c.Forward = routes
+				c.Routes = Routes{"stripe": {}}
+				if tc.handler != nil {
+					c.Routes["stripe"][tc.typ] = tc.handler
+				}
+			})
+			if _, err := h.p.Handle(context.Background(), events.SQSEvent{Records: []events.SQSMessage{message(t, "m1", 1)}}); err != nil {
+				t.Fatal(err)
+			}
+			var targets []string
+			for _, o := range got.Outbound {
+				targets = append(targets, o.Target)
+				if o.Action != effects.ActionEventBridge || !strings.HasPrefix(o.Key, key.String()+"/") {
+					t.Errorf("row %+v: want an eventbridge row keyed by the event", o)
+				}
+			}
+			if len(got.Facts) != tc.wantFacts || strings.Join(targets, " ") != tc.wantTargets || outcome != tc.wantOutcome {
+				t.Errorf("committed %d facts, rows to %q, %s; want %d, %q, %s", len(got.Facts), targets, outcome, tc.wantFacts, tc.wantTargets, tc.wantOutcome)
+			}
+		})
+	}
+	t.Run("not matched", func(t *testing.T) {
+		var got effects.Plan
+		store := &fakeStore{
+			claim:    func(k inbox.Key, _ string) (inbox.Event, error) { return inbox.Event{Key: k, Kind: "stripe", Type: "x"}, nil },
+			complete: func(p effects.Plan, _ inbox.Outcome) error { got = p; return nil },
+		}
+		h := newHarness(t, store, nil, func(c *Config) { c.Forward = routes[:1] })
+		if _, err := h.p.Handle(context.Background(), events.SQSEvent{Records: []events.SQSMessage{message(t, "m1", 1)}}); err != nil {
+			t.Fatal(err)
+		}
+		if got.Len() != 0 {
+			t.Errorf("type no route takes: committed %+v, want nothing", got)
+		}
+	})
+	t.Run("handler fails", func(t *testing.T) {
+		store := &fakeStore{claim: claimed, fail: func(f inbox.Failure) (inbox.Event, error) { return inbox.Event{}, nil }}
+		h := newHarness(t, store, handlerOf(effects.Plan{}, errors.New("boom")), func(c *Config) { c.Forward = routes })
+		if _, err := h.p.Handle(context.Background(), events.SQSEvent{Records: []events.SQSMessage{message(t, "m1", 1)}}); err != nil {
+			t.Fatal(err)
+		}
+		if len(h.outbox.calls) != 0 {
+			t.Errorf("a failed handler's event delivered %v, want nothing", h.outbox.calls)
+		}
+	})
 }
