@@ -1069,7 +1069,9 @@ func TestForwarding(t *testing.T) {
 	t.Run("not matched", func(t *testing.T) {
 		var got effects.Plan
 		store := &fakeStore{
-			claim:    func(k inbox.Key, _ string) (inbox.Event, error) { return inbox.Event{Key: k, Kind: "stripe", Type: "x"}, nil },
+			claim: func(k inbox.Key, _ string) (inbox.Event, error) {
+				return inbox.Event{Key: k, Kind: "stripe", Type: "x"}, nil
+			},
 			complete: func(p effects.Plan, _ inbox.Outcome) error { got = p; return nil },
 		}
 		h := newHarness(t, store, nil, func(c *Config) { c.Forward = routes[:1] })
