@@ -11,6 +11,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/eventbridge"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
@@ -18,6 +19,7 @@ import (
 	"github.com/webhook-inbox/webhook-inbox/internal/claimcheck"
 	"github.com/webhook-inbox/webhook-inbox/internal/config"
 	"github.com/webhook-inbox/webhook-inbox/internal/examples"
+	"github.com/webhook-inbox/webhook-inbox/internal/forward"
 	"github.com/webhook-inbox/webhook-inbox/internal/inboxstore"
 	"github.com/webhook-inbox/webhook-inbox/internal/ingest"
 	"github.com/webhook-inbox/webhook-inbox/internal/obs"
@@ -31,7 +33,7 @@ import (
 // Needs of each function, for config.Load.
 var (
 	IngestNeeds    = config.Need{Table: true, Bucket: true, Queue: true, Sources: true}
-	ProcessorNeeds = config.Need{Table: true, Bucket: true, Queue: true, DLQ: true, MaxReceiveCount: true}
+	ProcessorNeeds = config.Need{Table: true, Bucket: true, Queue: true, DLQ: true, MaxReceiveCount: true, Forward: true}
 	ReplayNeeds    = config.Need{Table: true, Bucket: true, Queue: true, DLQ: true}
 )
 
@@ -73,15 +75,25 @@ func Ingest(cfg config.Config, awsCfg aws.Config, log *slog.Logger) (*ingest.Han
 func Processor(cfg config.Config, awsCfg aws.Config, log *slog.Logger) (*processor.Processor, error) {
 	client := sqs.NewFromConfig(awsCfg)
 	store := Store(cfg, awsCfg)
+	targets := map[string]outbox.Target{
+		examples.ReceiptTarget: {URL: cfg.ReceiptWebhookURL, RetryUnknown: cfg.ReceiptRetryUnknown},
+	}
+	var bus outbox.PutEventsAPI
+	if len(cfg.Forward) > 0 {
+		bus = eventbridge.NewFromConfig(awsCfg)
+		for _, r := range cfg.Forward {
+			targets[forward.TargetOf(r)] = outbox.Target{RetryUnknown: r.RetryUnknown, Timeout: cfg.ForwardTimeout}
+		}
+	}
 	deliverer, err := outbox.New(outbox.Config{
-		Store: store,
-		Targets: map[string]outbox.Target{
-			examples.ReceiptTarget: {URL: cfg.ReceiptWebhookURL, RetryUnknown: cfg.ReceiptRetryUnknown},
-		},
-		RetryBase: cfg.RetryBase,
-		RetryCap:  cfg.RetryCap,
-		Logger:    log,
-		Metrics:   obs.Metrics{Namespace: cfg.MetricsNamespace},
+		Store:       store,
+		Targets:     targets,
+		EventBridge: bus,
+		Events:      store,
+		RetryBase:   cfg.RetryBase,
+		RetryCap:    cfg.RetryCap,
+		Logger:      log,
+		Metrics:     obs.Metrics{Namespace: cfg.MetricsNamespace},
 	})
 	if err != nil {
 		return nil, err
@@ -92,6 +104,7 @@ func Processor(cfg config.Config, awsCfg aws.Config, log *slog.Logger) (*process
 		DeadLetters:     queue.New(client, cfg.DLQURL),
 		Visibility:      queue.New(client, cfg.QueueURL),
 		Routes:          examples.Routes(),
+		Forward:         cfg.Forward,
 		MaxReceiveCount: cfg.MaxReceiveCount,
 		Concurrency:     cfg.Concurrency,
 		RetryBase:       cfg.RetryBase,

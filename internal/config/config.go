@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/webhook-inbox/webhook-inbox/internal/forward"
 	"github.com/webhook-inbox/webhook-inbox/internal/obs"
 	"github.com/webhook-inbox/webhook-inbox/internal/source"
 )
@@ -21,10 +22,14 @@ type Config struct {
 	InboxTable string
 	// PayloadBucket keeps the payloads too large for an item (see package
 	// claimcheck).
-	PayloadBucket   string
-	QueueURL        string
-	DLQURL          string
-	Sources         *source.Set
+	PayloadBucket string
+	QueueURL      string
+	DLQURL        string
+	Sources       *source.Set
+	// Forward are the FORWARD routes to EventBridge (package forward);
+	// ForwardTimeout bounds one PutEvents call.
+	Forward         forward.Routes
+	ForwardTimeout  time.Duration
 	SecretsPrefix   string
 	MaxBodyBytes    int
 	Retention       time.Duration
@@ -56,6 +61,8 @@ type Config struct {
 // Need names the settings a function requires.
 type Need struct {
 	Table, Bucket, Queue, DLQ, Sources, MaxReceiveCount bool
+	// Forward reads FORWARD, checked against SOURCES' names.
+	Forward bool
 }
 
 // Defaults for optional settings.
@@ -66,6 +73,9 @@ const (
 	DefaultRetryBaseSeconds     = 30
 	DefaultRetryCapSeconds      = 3600
 	DefaultSweepAfterSeconds    = 300
+	// PutEvents answers in tens of milliseconds; a call this slow is
+	// unknown (or put again, for a route that retries unknowns).
+	DefaultForwardTimeoutSeconds = 5
 	// A day: Stripe keeps a rolled secret valid for up to 24 hours,
 	// Shopify for one.
 	DefaultPreviousSecretWindowSeconds = 86400
@@ -92,13 +102,21 @@ func Load(getenv func(string) string, need Need) (Config, error) {
 	c.QueueURL = required("QUEUE_URL", need.Queue)
 	c.DLQURL = required("DLQ_URL", need.DLQ)
 	c.SecretsPrefix = getenv("SECRETS_PREFIX")
-	if need.Sources {
+	if need.Sources || need.Forward {
 		set, err := source.Parse(required("SOURCES", true), c.SecretsPrefix)
 		if err != nil {
 			errs = append(errs, err)
 		}
 		c.Sources = set
 	}
+	if need.Forward && c.Sources != nil {
+		routes, err := forward.Parse(getenv("FORWARD"), c.Sources.Names())
+		if err != nil {
+			errs = append(errs, err)
+		}
+		c.Forward = routes
+	}
+	c.ForwardTimeout = time.Duration(intVar(getenv, "FORWARD_TIMEOUT_SECONDS", DefaultForwardTimeoutSeconds, 1, 60, &errs)) * time.Second
 	c.MaxBodyBytes = intVar(getenv, "MAX_BODY_BYTES", DefaultMaxBodyBytes, 1, MaxMaxBodyBytes, &errs)
 	days := intVar(getenv, "PAYLOAD_RETENTION_DAYS", DefaultPayloadRetentionDays, 1, 3650, &errs)
 	c.Retention = time.Duration(days) * 24 * time.Hour

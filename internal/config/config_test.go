@@ -3,6 +3,7 @@ package config
 import (
 	"log/slog"
 	"maps"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -193,7 +194,7 @@ func TestLoadIntegers(t *testing.T) {
 			c, err := Load(env(tt.env), allNeeds)
 			if tt.wantErr != "" {
 				wantErrMentions(t, err, tt.wantErr)
-				if c != (Config{}) {
+				if !reflect.DeepEqual(c, Config{}) {
 					t.Errorf("got %+v with the error, want the zero Config", c)
 				}
 				return
@@ -281,4 +282,20 @@ func TestLoadSources(t *testing.T) {
 			t.Errorf("got Sources %v, want nil", c.Sources.Names())
 		}
 	})
+}
+
+func TestLoadForward(t *testing.T) {
+	need := Need{Forward: true}
+	c := mustLoad(t, env(map[string]string{"FORWARD": `[{"source":"stripe","types":["invoice.*"],"bus":"inbox"}]`}), need)
+	if len(c.Forward) != 1 || c.Forward[0].Bus != "inbox" || !c.Forward[0].RetryUnknown || c.ForwardTimeout != 5*time.Second {
+		t.Errorf("got %+v, timeout %s", c.Forward, c.ForwardTimeout)
+	}
+	if c := mustLoad(t, env(nil), need); c.Forward != nil {
+		t.Errorf("no FORWARD: got %+v, want no routes", c.Forward)
+	}
+	// Refused at start-up, naming the entry, with every other problem.
+	_, err := Load(env(map[string]string{"FORWARD": `[{"source":"stripe"},{"source":"github"}]`, "FORWARD_TIMEOUT_SECONDS": "0"}), need)
+	wantErrMentions(t, err, `FORWARD entry 1 (source "github"): no such source`, "FORWARD_TIMEOUT_SECONDS")
+	// Not read unless needed.
+	mustLoad(t, env(map[string]string{"FORWARD": "not json"}), Need{Sources: true})
 }
