@@ -110,7 +110,7 @@ func Load(getenv func(string) string, need Need) (Config, error) {
 		c.Sources = set
 	}
 	if need.Forward && c.Sources != nil {
-		routes, err := forward.Parse(getenv("FORWARD"), c.Sources.Names())
+		routes, err := forward.Parse(getenv("FORWARD"), c.Sources.Names(), strings.TrimSpace(getenv("FORWARD_BUS")))
 		if err != nil {
 			errs = append(errs, err)
 		}

@@ -36,7 +36,8 @@ type Route struct {
 	// ("invoice.*"); "*" or no pattern at all matches every type.
 	Types []string
 	// Bus is an event bus name or ARN; "default" is the account's default
-	// bus.
+	// bus. A route that names none forwards to the deployment's bus
+	// (FORWARD_BUS).
 	Bus string
 	// RetryUnknown says a PutEvents whose outcome is unknown (a timeout,
 	// a connection lost after the request was written) is made again.
@@ -46,7 +47,8 @@ type Route struct {
 // Routes are the configured routes, in FORWARD's order.
 type Routes []Route
 
-// DefaultBus is the bus a route without one forwards to.
+// DefaultBus is the account's default event bus: the bus of a route that
+// names none, when the deployment names none either.
 const DefaultBus = "default"
 
 type entry struct {
@@ -65,10 +67,14 @@ var (
 const maxPattern = 256
 
 // Parse reads FORWARD: a JSON list of {"source", "types", "bus",
-// "retry_unknown"}. Every source must be one of sources (SOURCES' names).
+// "retry_unknown"}. Every source must be one of sources (SOURCES' names);
+// a route without a bus forwards to bus (FORWARD_BUS; empty: DefaultBus).
 // An empty value is no routes. Every problem is reported, each naming its
 // entry.
-func Parse(v string, sources []string) (Routes, error) {
+func Parse(v string, sources []string, bus string) (Routes, error) {
+	if bus == "" {
+		bus = DefaultBus
+	}
 	if strings.TrimSpace(v) == "" {
 		return nil, nil
 	}
@@ -94,7 +100,7 @@ func Parse(v string, sources []string) (Routes, error) {
 		name := fmt.Sprintf("FORWARD entry %d (source %q)", i, e.Source)
 		r := Route{Source: e.Source, Types: e.Types, Bus: e.Bus, RetryUnknown: e.RetryUnknown == nil || *e.RetryUnknown}
 		if r.Bus == "" {
-			r.Bus = DefaultBus
+			r.Bus = bus
 		}
 		switch {
 		case e.Source == "":

@@ -18,7 +18,7 @@ func TestParse(t *testing.T) {
 		{"source": "stripe", "types": ["invoice.*", "customer.created"], "bus": "inbox"},
 		{"source": "stripe", "bus": "arn:aws:events:us-east-1:123456789012:event-bus/audit", "retry_unknown": false},
 		{"source": "github"}
-	]`, sources)
+	]`, sources, "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -30,7 +30,11 @@ func TestParse(t *testing.T) {
 	if got, _ := json.Marshal(routes); !bytes.Equal(got, mustJSON(t, want)) {
 		t.Errorf("got %s\nwant %s", got, mustJSON(t, want))
 	}
-	if routes, err := Parse("  ", sources); err != nil || routes != nil {
+	// A route without a bus takes the deployment's.
+	if routes, err := Parse(`[{"source":"github"},{"source":"stripe","bus":"own"}]`, sources, "stack-webhooks"); err != nil || routes[0].Bus != "stack-webhooks" || routes[1].Bus != "own" {
+		t.Errorf("FORWARD_BUS: %+v, %v; want the route without a bus on it", routes, err)
+	}
+	if routes, err := Parse("  ", sources, ""); err != nil || routes != nil {
 		t.Errorf("empty FORWARD: %v, %v; want no routes", routes, err)
 	}
 }
@@ -61,13 +65,13 @@ func TestParseRefuses(t *testing.T) {
 		{`[{"source":"stripe","retry_unknown":"yes"}]`, `FORWARD entry 0: json: cannot unmarshal string`},
 		{`[{"source":"stripe"},{"source":"stripe","bus":"default","types":["x"]}]`, `FORWARD entry 1 (source "stripe"): forwards to bus "default" as entry 0 does`},
 	} {
-		_, err := Parse(tc.v, sources)
+		_, err := Parse(tc.v, sources, "")
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("Parse(%s): %v, want an error containing %q", tc.v, err, tc.want)
 		}
 	}
 	// Every problem at once.
-	_, err := Parse(`[{"source":"nope"},{"source":"stripe","bus":"a b"}]`, sources)
+	_, err := Parse(`[{"source":"nope"},{"source":"stripe","bus":"a b"}]`, sources, "")
 	if err == nil || !strings.Contains(err.Error(), "entry 0") || !strings.Contains(err.Error(), "entry 1") {
 		t.Errorf("two bad entries: %v, want both named", err)
 	}
@@ -78,7 +82,7 @@ func TestMatch(t *testing.T) {
 		{"source": "stripe", "types": ["invoice.*", "customer.created"], "bus": "billing"},
 		{"source": "stripe", "types": ["*"], "bus": "all"},
 		{"source": "github", "bus": "code"}
-	]`, sources)
+	]`, sources, "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -192,7 +196,7 @@ func FuzzParse(f *testing.F) {
 	f.Add(`[{"source":"github"}]`)
 	f.Add(`[{"source":"stripe","types":["*"]},{"source":"stripe","bus":"x"}]`)
 	f.Fuzz(func(t *testing.T, v string) {
-		routes, err := Parse(v, sources)
+		routes, err := Parse(v, sources, "")
 		if err != nil {
 			return
 		}

@@ -1020,7 +1020,7 @@ func TestForwarding(t *testing.T) {
 		{"source": "stripe", "types": ["invoice.*"], "bus": "billing"},
 		{"source": "stripe", "bus": "all"},
 		{"source": "github", "bus": "code"}
-	]`, []string{"stripe", "github"})
+	]`, []string{"stripe", "github"}, "")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -58,6 +58,7 @@ type rawResource struct {
 	metadata            map[string]any
 	deletionPolicy      string
 	updateReplacePolicy string
+	condition           string
 }
 
 // Parameter is a declared template parameter.
@@ -93,6 +94,8 @@ type Resource struct {
 	Metadata            map[string]any
 	DeletionPolicy      string
 	UpdateReplacePolicy string
+	// Condition names the condition the resource exists under, if any.
+	Condition string
 }
 
 // Reference is what a !Ref to a resource, or a !GetAtt, resolves to: the
@@ -193,6 +196,7 @@ func Parse(data []byte, opts ...Option) (*Template, error) {
 		r.metadata, _ = m["Metadata"].(map[string]any)
 		r.deletionPolicy, _ = m["DeletionPolicy"].(string)
 		r.updateReplacePolicy, _ = m["UpdateReplacePolicy"].(string)
+		r.condition, _ = m["Condition"].(string)
 		t.resources[id] = r
 	}
 	for _, opt := range opts {
@@ -371,6 +375,7 @@ func (t *Template) Resource(logicalID string) (Resource, error) {
 		Metadata:            m,
 		DeletionPolicy:      r.deletionPolicy,
 		UpdateReplacePolicy: r.updateReplacePolicy,
+		Condition:           r.condition,
 	}, nil
 }
 

@@ -139,7 +139,7 @@ func TestTemplateFunctions(t *testing.T) {
 		hasSQS   bool
 	}{
 		{"IngestFunction", 10 * time.Second, []string{"PREVIOUS_SECRET_WINDOW_SECONDS"}, false},
-		{"ProcessorFunction", 30 * time.Second, []string{"MAX_RECEIVE_COUNT", "PROCESSOR_CONCURRENCY", "RETRY_BASE_SECONDS", "RETRY_CAP_SECONDS", "RECEIPT_WEBHOOK_URL", "RECEIPT_RETRY_UNKNOWN"}, true},
+		{"ProcessorFunction", 30 * time.Second, []string{"MAX_RECEIVE_COUNT", "PROCESSOR_CONCURRENCY", "RETRY_BASE_SECONDS", "RETRY_CAP_SECONDS", "RECEIPT_WEBHOOK_URL", "RECEIPT_RETRY_UNKNOWN", "FORWARD", "FORWARD_BUS"}, true},
 		{"ReplayFunction", 300 * time.Second, []string{"SWEEP_AFTER_SECONDS"}, false},
 	}
 	for _, tt := range tests {
@@ -342,6 +342,8 @@ func TestTemplateRoleActions(t *testing.T) {
 			"dynamodb:GetItem", "dynamodb:UpdateItem", "dynamodb:PutItem", "dynamodb:TransactWriteItems",
 			"s3:GetObject", "s3:PutObject",
 			"sqs:ReceiveMessage", "sqs:DeleteMessage", "sqs:GetQueueAttributes", "sqs:ChangeMessageVisibility", "sqs:SendMessage",
+			// Forwarding (with ForwardBus other than none).
+			"events:PutEvents",
 		}, logs...),
 		"ReplayFunction": append([]string{
 			"dynamodb:GetItem", "dynamodb:UpdateItem", "dynamodb:Query", "dynamodb:TransactWriteItems",
@@ -406,6 +408,15 @@ func policyStatements(tb testing.TB, role Resource) []map[string]any {
 			m, ok := st.(map[string]any)
 			if !ok {
 				tb.Fatalf("role %s: statement is %T", role.LogicalID, st)
+			}
+			// A statement behind a condition: its branch that is one.
+			if cond, ok := m["Fn::If"].([]any); ok && len(cond) == 3 {
+				for _, branch := range cond[1:] {
+					if b, ok := branch.(map[string]any); ok && b["Action"] != nil {
+						out = append(out, b)
+					}
+				}
+				continue
 			}
 			out = append(out, m)
 		}
@@ -850,6 +861,54 @@ func TestTemplatePayloadBucket(t *testing.T) {
 		want := claimcheck.ObjectDays(time.Duration(days) * 24 * time.Hour)
 		if len(spec.Rules) != 1 || spec.Rules[0].Days != want || spec.Rules[0].Prefix != claimcheck.Prefix {
 			t.Errorf("retention %d days: rules %+v, want one under %s of %d days", days, spec.Rules, claimcheck.Prefix, want)
+		}
+	}
+}
+
+// TestTemplateForward: forwarding is off unless ForwardBus says which bus;
+// the processor alone may put events, on that bus only; the bus, its
+// archive and the example consumer exist only when asked for.
+func TestTemplateForward(t *testing.T) {
+	tpl := mustLoad(t)
+	fn := mustFunction(t, tpl, "ProcessorFunction")
+	if !slices.Contains(fn.Env, "FORWARD") || !slices.Contains(fn.Env, "FORWARD_BUS") {
+		t.Errorf("processor env %v: want FORWARD and FORWARD_BUS", fn.Env)
+	}
+	res, err := tpl.Resource("ProcessorFunction")
+	if err != nil {
+		t.Fatal(err)
+	}
+	role := mustRef(t, tpl, res.Properties["Role"], "Arn", "AWS::IAM::Role")
+	var found bool
+	for _, p := range asSlice(role.Properties["Policies"]) {
+		for _, st := range asSlice(p.(map[string]any)["PolicyDocument"].(map[string]any)["Statement"]) {
+			cond, ok := st.(map[string]any)["Fn::If"].([]any)
+			if !ok {
+				continue
+			}
+			found = true
+			grant := cond[1].(map[string]any)
+			want := map[string]any{"Fn::If": []any{"CreateBus",
+				map[string]any{"Fn::GetAtt": []any{"ForwardEventBus", "Arn"}},
+				map[string]any{"Fn::Sub": "arn:${AWS::Partition}:events:${AWS::Region}:${AWS::AccountId}:event-bus/default"}}}
+			if cond[0] != "ForwardOn" || grant["Action"] != "events:PutEvents" || !reflect.DeepEqual(grant["Resource"], want) || !reflect.DeepEqual(cond[2], map[string]any{"Ref": "AWS::NoValue"}) {
+				t.Errorf("conditional statement %v: want events:PutEvents on the ForwardBus's bus, only with ForwardOn", cond)
+			}
+		}
+	}
+	if !found {
+		t.Error("processor role has no forwarding statement")
+	}
+	for id, cond := range map[string]string{
+		"ForwardEventBus": "CreateBus", "ForwardArchive": "ArchiveBus", "ForwardExampleRule": "ForwardExample",
+		"ForwardedEventsQueue": "ForwardExample", "ForwardedEventsQueuePolicy": "ForwardExample",
+	} {
+		r, err := tpl.Resource(id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r.Condition != cond {
+			t.Errorf("%s: condition %q, want %q", id, r.Condition, cond)
 		}
 	}
 }
