@@ -172,7 +172,9 @@ func run(n int, out io.Writer) error {
 	if err != nil {
 		return err
 	}
-	stack, err := local.Setup(ctx, cfg, "template.yaml", sources, nil, obs.NewLogger(m, slog.LevelInfo))
+	// The shipped examples' paths, without the local sources file's
+	// forwarding to EventBridge.
+	stack, err := local.Setup(ctx, cfg, "template.yaml", sources, map[string]string{"FORWARD": ""}, obs.NewLogger(m, slog.LevelInfo))
 	if err != nil {
 		return err
 	}

@@ -84,6 +84,10 @@ func (s LocalSource) SignWith() ([]byte, error) {
 type SourcesFile struct {
 	SecretsPrefix string        `json:"secrets_prefix"`
 	Sources       []LocalSource `json:"sources"`
+	// Forward is the local FORWARD: routes to the local bus
+	// (ForwardBusName), whose rule sends every forwarded event to the
+	// ForwardedQueueName queue.
+	Forward json.RawMessage `json:"forward,omitempty"`
 }
 
 // LoadSources reads and checks a sources file.
@@ -136,12 +140,28 @@ func (f SourcesFile) sourcesJSON() (string, error) {
 type Stack struct {
 	Resources template.Resources
 	// Env is the functions' environment, as the template would set it.
-	Env       map[string]string
-	Ingest    *ingest.Handler
-	Processor *processor.Processor
-	Replay    *replay.Replayer
+	Env map[string]string
+	// ForwardedQueueURL is the queue of the local bus's example consumer:
+	// every forwarded event arrives there. Empty when nothing is forwarded.
+	ForwardedQueueURL string
+	Ingest            *ingest.Handler
+	Processor         *processor.Processor
+	Replay            *replay.Replayer
 
 	tpl *template.Template
+}
+
+// Sources are the names of the sources in the functions' SOURCES.
+func (s *Stack) Sources() []string {
+	var list []struct {
+		Name string `json:"name"`
+	}
+	_ = json.Unmarshal([]byte(s.Env["SOURCES"]), &list)
+	names := make([]string, 0, len(list))
+	for _, e := range list {
+		names = append(names, e.Name)
+	}
+	return names
 }
 
 // Sweeper returns the replay function's schedule as template.yaml declares
@@ -241,8 +261,19 @@ func Setup(ctx context.Context, cfg aws.Config, templatePath string, sources Sou
 			env[name] = o
 		}
 	}
+	env["FORWARD"] = string(sources.Forward)
+	if o, ok := overrides["FORWARD"]; ok {
+		env["FORWARD"] = o
+	}
+	var forwarded string
+	if strings.TrimSpace(env["FORWARD"]) != "" {
+		env["FORWARD_BUS"] = ForwardBusName
+		if forwarded, err = provisionForwarding(ctx, cfg, tpl); err != nil {
+			return nil, fmt.Errorf("provision: %w", err)
+		}
+	}
 	getenv := func(k string) string { return env[k] }
-	s := &Stack{Resources: res, Env: env, tpl: tpl}
+	s := &Stack{Resources: res, Env: env, ForwardedQueueURL: forwarded, tpl: tpl}
 	var errs []error
 	if c, err := config.Load(getenv, app.IngestNeeds); err != nil {
 		errs = append(errs, err)

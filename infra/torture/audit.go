@@ -22,6 +22,7 @@ import (
 	"github.com/webhook-inbox/webhook-inbox/infra/local"
 	"github.com/webhook-inbox/webhook-inbox/internal/effects"
 	"github.com/webhook-inbox/webhook-inbox/internal/examples"
+	"github.com/webhook-inbox/webhook-inbox/internal/forward"
 	"github.com/webhook-inbox/webhook-inbox/internal/inbox"
 	"github.com/webhook-inbox/webhook-inbox/internal/outbox"
 	"github.com/webhook-inbox/webhook-inbox/internal/processor"
@@ -109,6 +110,10 @@ type report struct {
 	// DLQStale counts the DLQ's copies of processed events (see auditDLQ).
 	DLQStale int
 	Received int // receipts accepted by the receiver
+	// Forwarded counts the events the local bus's consumer received, and
+	// ForwardedAgain the puts of an event after its first (a route
+	// retrying unknowns may put an event again; consumers dedupe).
+	Forwarded, ForwardedAgain int
 
 	SendTime, AllDone, Elapsed time.Duration
 	Load                       *loadReport
@@ -124,6 +129,10 @@ func (r *report) Clean() bool {
 // workload.
 func audit(ctx context.Context, sys *system, w *workload, st *sendStats) (*report, error) {
 	items, err := scan(ctx, sys)
+	if err != nil {
+		return nil, err
+	}
+	routes, err := forward.Parse(sys.stack.Env["FORWARD"], sys.stack.Sources(), sys.stack.Env["FORWARD_BUS"])
 	if err != nil {
 		return nil, err
 	}
@@ -191,6 +200,10 @@ func audit(ctx context.Context, sys *system, w *workload, st *sendStats) (*repor
 			expected["event#"+ev.key()] = true
 		}
 		expected["event#"+ev.key()] = true
+		// FORWARD's rows, one per route taking the event's type.
+		for _, r := range routes.Match(ev.Source, ev.Type) {
+			expected[effects.Outbound{Key: effects.KeyOf(ev.key(), forward.TargetOf(r))}.ID()] = true
+		}
 	}
 	for pk := range items {
 		if !expected[pk] {
@@ -368,7 +381,53 @@ func audit(ctx context.Context, sys *system, w *workload, st *sendStats) (*repor
 	if err := auditDLQ(ctx, sys, items, rep, lost); err != nil {
 		return nil, err
 	}
+	// Every processed event a route takes reached the bus's consumer.
+	if sys.stack.ForwardedQueueURL != "" {
+		if err := auditForwarded(ctx, sys, w, items, routes, rep, lost, dup); err != nil {
+			return nil, err
+		}
+	}
 	return rep, nil
+}
+
+// auditForwarded reads what the local bus's consumer received (and
+// deletes it: a second audit reads what arrived since) and checks it
+// against the workload: every processed event a route takes arrived, and
+// nothing else did.
+func auditForwarded(ctx context.Context, sys *system, w *workload, items map[string]item, routes forward.Routes, rep *report, lost, dup func(string, ...any)) error {
+	got := map[string]int{}
+	for empty := 0; empty < 2; {
+		batch, err := local.ReceiveForwarded(ctx, sys.sqs, sys.stack.ForwardedQueueURL, 1)
+		if err != nil {
+			return fmt.Errorf("forwarded: %w", err)
+		}
+		if len(batch) == 0 {
+			empty++
+		}
+		for _, f := range batch {
+			got[f.EventKey()]++
+		}
+	}
+	want := map[string]bool{}
+	for _, ev := range w.Events {
+		k := ev.key()
+		it := items["event#"+k]
+		if it.Status == string(inbox.StatusProcessed) && len(routes.Match(ev.Source, ev.Type)) > 0 {
+			want[k] = true
+			if got[k] == 0 {
+				lost("%s: processed, never forwarded", k)
+			}
+		}
+	}
+	for _, k := range slices.Sorted(maps.Keys(got)) {
+		if !want[k] {
+			dup("forwarded %s, which no route took or was not processed", k)
+			continue
+		}
+		rep.Forwarded++
+		rep.ForwardedAgain += got[k] - 1
+	}
+	return nil
 }
 
 // auditDLQ reads every DLQ message once (each held from view while the
@@ -476,6 +535,7 @@ func (r *report) print(out io.Writer) {
 	}
 	fmt.Fprintf(out, "torture: receipts: %d invoices paid, rows %s; receiver answered %s; %d accepted\n",
 		r.Paid, counts(r.Rows), counts(r.Answers), r.Received)
+	fmt.Fprintf(out, "torture: forwarded: %d events reached the bus's consumer, %d puts again (routes retry unknowns)\n", r.Forwarded, r.ForwardedAgain)
 	fmt.Fprintf(out, "torture: dlq: %d messages, %d of them stale copies of processed events (drain-dlq deletes them)\n", r.DLQ, r.DLQStale)
 	fmt.Fprintf(out, "torture: faults: %d of %d calls (%s); by call: %s\n", r.Faults.Total(), r.Faults.Calls, counts64(r.Faults.ByFault), counts64(r.Faults.ByCall))
 	fmt.Fprintf(out, "torture: %d kills, %d workers exited by themselves; settled %t, %s after the first delivery; run %s\n",

@@ -145,6 +145,20 @@ func run() error {
 	sweepDone := make(chan error, 1)
 	go func() { sweepDone <- sweeper.Run(ctx) }()
 
+	// The example consumer of the forwarded events: each one the local
+	// bus's rule delivers is logged.
+	forwardDone := make(chan struct{})
+	go func() {
+		defer close(forwardDone)
+		if stack.ForwardedQueueURL != "" {
+			local.LogForwarded(ctx, sqs.NewFromConfig(cfg), stack.ForwardedQueueURL, log.With("component", "forwarded"))
+		}
+	}()
+	forwarding := "off (no \"forward\" in the sources file)"
+	if stack.ForwardedQueueURL != "" {
+		forwarding = fmt.Sprintf("FORWARD %s → bus %s → queue %s (each arrival is logged)", stack.Env["FORWARD"], local.ForwardBusName, stack.ForwardedQueueURL)
+	}
+
 	fmt.Fprintf(os.Stderr, `
 webhook-inbox is running locally.
   API         http://%s/webhooks/{source}[/{account}]   sources: %v
@@ -152,6 +166,7 @@ webhook-inbox is running locally.
               main queue %s
               DLQ        %s (after %d receives; visibility %s)
   Sweep       every %s, events overdue by %s (-sweep-every, -sweep-after)
+  Forwarding  %s
   Send a signed Stripe invoice.paid:   make send
   Inspect:  AWS_ACCESS_KEY_ID=test AWS_SECRET_ACCESS_KEY=test AWS_DEFAULT_REGION=us-east-1 \
               aws --endpoint-url %s dynamodb scan --table-name %s
@@ -159,7 +174,7 @@ webhook-inbox is running locally.
 
 `, ln.Addr(), sourceNames(sources), aws.Endpoint, emulators(aws), stack.Resources.TableName, stack.Resources.QueueURL,
 		stack.Resources.DLQURL, stack.Resources.MaxReceiveCount, stack.Resources.VisibilityTimeout,
-		sweeper.Every, stack.Replay.SweepAfter, aws.Endpoint, stack.Resources.TableName)
+		sweeper.Every, stack.Replay.SweepAfter, forwarding, aws.Endpoint, stack.Resources.TableName)
 
 	pollerStopped := false
 	select {
@@ -176,6 +191,7 @@ webhook-inbox is running locally.
 		<-pollDone
 	}
 	<-sweepDone
+	<-forwardDone
 	fmt.Fprintln(os.Stderr, "stopped")
 	if err != nil && !errors.Is(err, http.ErrServerClosed) {
 		return err

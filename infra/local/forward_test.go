@@ -1,0 +1,159 @@
+package local_test
+
+import (
+	"context"
+	"encoding/json"
+	"log/slog"
+	"net/http"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+
+	"github.com/webhook-inbox/webhook-inbox/infra/local"
+	"github.com/webhook-inbox/webhook-inbox/internal/effects"
+	"github.com/webhook-inbox/webhook-inbox/internal/forward"
+	"github.com/webhook-inbox/webhook-inbox/internal/inbox"
+)
+
+var eventID = regexp.MustCompile(`"id": ?"evt_[A-Za-z0-9]+"`)
+
+// withID is the sample Stripe event with another event id and type.
+func withID(body []byte, id, typ string) []byte {
+	b := eventID.ReplaceAll(body, []byte(`"id": "`+id+`"`))
+	return []byte(strings.Replace(string(b), `"invoice.paid"`, `"`+typ+`"`, 1))
+}
+
+// forwardedKeys receives everything the local bus's example consumer got,
+// by event key, waiting a little for stragglers.
+func forwardedKeys(t *testing.T, e *env) map[string][]local.Forwarded {
+	t.Helper()
+	q := sqs.NewFromConfig(e.awsConfig)
+	got := map[string][]local.Forwarded{}
+	for empty := 0; empty < 2; {
+		batch, err := local.ReceiveForwarded(context.Background(), q, e.stack.ForwardedQueueURL, 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(batch) == 0 {
+			empty++
+		}
+		for _, f := range batch {
+			got[f.EventKey()] = append(got[f.EventKey()], f)
+		}
+	}
+	return got
+}
+
+// TestForwardedExactlyOnce: a forwarded event reaches the bus's consumer
+// once through the provider's retry, a redelivered message, a
+// same-event duplicate, and a worker stopped after its commit (the sweep
+// brings the event back and its row is put then); a type no route takes
+// is not forwarded.
+func TestForwardedExactlyOnce(t *testing.T) {
+	e := mustEnv(t)
+	ctx := context.Background()
+	if e.stack.ForwardedQueueURL == "" || e.stack.Env["FORWARD_BUS"] != local.ForwardBusName {
+		t.Fatalf("local stack: forwarded queue %q, FORWARD_BUS %q; want the sources file's routes on", e.stack.ForwardedQueueURL, e.stack.Env["FORWARD_BUS"])
+	}
+	body, key, _, err := local.SampleStripe(repoRoot)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	// New, then the provider's retry of the same delivery.
+	if status, resp := e.post(t, body, time.Now()); status != http.StatusAccepted {
+		t.Fatalf("delivery: %d %v", status, resp)
+	}
+	if status, resp := e.post(t, body, time.Now()); status != http.StatusOK {
+		t.Fatalf("retry: %d %v, want a 200 duplicate", status, resp)
+	}
+	e.drain(t)
+	// SQS delivers the message again.
+	msg, err := inbox.EncodeMessage(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := sqs.NewFromConfig(e.awsConfig).SendMessage(ctx, &sqs.SendMessageInput{QueueUrl: aws.String(e.stack.Resources.QueueURL), MessageBody: aws.String(msg)}); err != nil {
+		t.Fatal(err)
+	}
+	e.drain(t)
+
+	// A type the stripe route does not take.
+	other := inbox.Key{Source: "stripe", EventID: "evt_not_forwarded"}
+	if status, resp := e.post(t, withID(body, other.EventID, "customer.created"), time.Now()); status != http.StatusAccepted {
+		t.Fatalf("customer.created: %d %v", status, resp)
+	}
+	e.drain(t)
+
+	// A worker stops after its commit, before it delivers the outbox.
+	stopped := inbox.Key{Source: "stripe", EventID: "evt_worker_stopped"}
+	if status, resp := e.post(t, withID(body, stopped.EventID, "invoice.finalized"), time.Now()); status != http.StatusAccepted {
+		t.Fatalf("invoice.finalized: %d %v", status, resp)
+	}
+	routes, err := forward.Parse(e.stack.Env["FORWARD"], []string{"stripe", "github"}, e.stack.Env["FORWARD_BUS"])
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now()
+	ev, err := e.store.Claim(ctx, stopped, "stopped-worker", now, now.Add(time.Minute))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows, err := forward.Outbound(ev, routes.Match(ev.Key.Source, ev.Type))
+	if err != nil || len(rows) != 1 {
+		t.Fatalf("forwarding rows %v, %v; want one", rows, err)
+	}
+	if err := e.store.Complete(ctx, ev, "stopped-worker", effects.Plan{Outbound: rows}, inbox.OutcomeApplied, now); err != nil {
+		t.Fatal(err)
+	}
+	// Its message was acknowledged (its last receive): only the sweep
+	// brings the event back.
+	q := sqs.NewFromConfig(e.awsConfig)
+	for {
+		out, err := q.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{QueueUrl: aws.String(e.stack.Resources.QueueURL), MaxNumberOfMessages: 10})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(out.Messages) == 0 {
+			break
+		}
+		for _, m := range out.Messages {
+			if _, err := q.DeleteMessage(ctx, &sqs.DeleteMessageInput{QueueUrl: aws.String(e.stack.Resources.QueueURL), ReceiptHandle: m.ReceiptHandle}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	sweeps, err := e.stack.Sweeper(e.stack.Replay.Handle, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.stack.Replay.Now = func() time.Time { return now.Add(time.Hour) }
+	if sum := sweeps.Once(ctx); sum.Moved == 0 {
+		t.Fatalf("sweep: %+v, want the event with its outbox pending moved", sum)
+	}
+	e.drain(t)
+	if got, err := e.store.Get(ctx, stopped, time.Now()); err != nil || got.OutboxPending {
+		t.Fatalf("stopped worker's event: outbox pending %t, %v; want settled", got.OutboxPending, err)
+	}
+
+	got := forwardedKeys(t, e)
+	if len(got[key.String()]) != 1 || len(got[stopped.String()]) != 1 || len(got) != 2 {
+		counts := map[string]int{}
+		for k, v := range got {
+			counts[k] = len(v)
+		}
+		t.Fatalf("forwarded: %v; want %s and %s once each, nothing else", counts, key, stopped)
+	}
+	f := got[key.String()][0]
+	if f.Source != "webhook-inbox.stripe" || f.DetailType != "invoice.paid" {
+		t.Errorf("forwarded envelope: %+v", f)
+	}
+	var detail map[string]any
+	if err := json.Unmarshal(f.Detail, &detail); err != nil || detail["id"] != key.EventID || detail["type"] != "invoice.paid" {
+		t.Errorf("forwarded detail: %.200s, %v; want the provider's event itself", f.Detail, err)
+	}
+}
