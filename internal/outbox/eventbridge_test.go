@@ -65,6 +65,19 @@ func (b *fakeBus) serve(tb testing.TB) *httptest.Server {
 	return srv
 }
 
+// count is how many entries were put; first the first of them.
+func (b *fakeBus) count() int {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return len(b.entries)
+}
+
+func (b *fakeBus) first() map[string]any {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.entries[0]
+}
+
 func putOK(w http.ResponseWriter, n int) {
 	w.Header().Set("Content-Type", "application/x-amz-json-1.1")
 	io.WriteString(w, `{"FailedEntryCount":0,"Entries":[{"EventId":"id-`+string(rune('0'+n))+`"}]}`)
@@ -140,10 +153,10 @@ func TestForwardPut(t *testing.T) {
 	if got := store.row(r.Key); got.State != outbox.Delivered || got.DeliveredTo != "eventbridge" {
 		t.Fatalf("row %+v, want delivered to eventbridge", got)
 	}
-	if len(bus.entries) != 1 {
-		t.Fatalf("%d entries put, want 1", len(bus.entries))
+	if bus.count() != 1 {
+		t.Fatalf("%d entries put, want 1", bus.count())
 	}
-	e := bus.entries[0]
+	e := bus.first()
 	if e["EventBusName"] != "inbox" || e["Source"] != "webhook-inbox.stripe" || e["DetailType"] != "invoice.paid" || e["Time"] != float64(1764500000) {
 		t.Errorf("entry %v", e)
 	}
@@ -156,8 +169,8 @@ func TestForwardPut(t *testing.T) {
 	}
 	// Delivered: another pass puts nothing.
 	deliver(t, d, r.Key)
-	if len(bus.entries) != 1 {
-		t.Errorf("%d entries after a second pass, want 1", len(bus.entries))
+	if bus.count() != 1 {
+		t.Errorf("%d entries after a second pass, want 1", bus.count())
 	}
 }
 
@@ -199,8 +212,8 @@ func TestForwardClassifies(t *testing.T) {
 			if tc.want == outbox.Failed && !got.DueAt.After(t0) {
 				t.Errorf("failed row due %s, want a backoff", got.DueAt)
 			}
-			if len(bus.entries) != 1 {
-				t.Errorf("%d puts, want exactly 1 (no SDK retry)", len(bus.entries))
+			if bus.count() != 1 {
+				t.Errorf("%d puts, want exactly 1 (no SDK retry)", bus.count())
 			}
 		})
 	}
@@ -219,8 +232,8 @@ func TestForwardClassifies(t *testing.T) {
 		store := newMemStore(r)
 		d := newForwarder(t, store, bus.serve(t).URL, false, memEvents{})
 		deliver(t, d, r.Key)
-		if got := store.row(r.Key); got.State != outbox.Rejected || len(bus.entries) != 0 {
-			t.Errorf("row %s, %d puts; want rejected and nothing put", got.State, len(bus.entries))
+		if got := store.row(r.Key); got.State != outbox.Rejected || bus.count() != 0 {
+			t.Errorf("row %s, %d puts; want rejected and nothing put", got.State, bus.count())
 		}
 	})
 }
@@ -260,12 +273,12 @@ func TestForwardRetriedUntilDelivered(t *testing.T) {
 		}
 		now = st.Due.Add(time.Second)
 	}
-	if got := store.row(r.Key); got.State != outbox.Delivered || got.Attempts != 3 || len(bus.entries) != 3 {
-		t.Errorf("row %s after %d attempts and %d puts, want delivered on the third", got.State, got.Attempts, len(bus.entries))
+	if got := store.row(r.Key); got.State != outbox.Delivered || got.Attempts != 3 || bus.count() != 3 {
+		t.Errorf("row %s after %d attempts and %d puts, want delivered on the third", got.State, got.Attempts, bus.count())
 	}
 	deliver(t, d, r.Key)
-	if len(bus.entries) != 3 {
-		t.Errorf("%d puts after delivery, want 3", len(bus.entries))
+	if bus.count() != 3 {
+		t.Errorf("%d puts after delivery, want 3", bus.count())
 	}
 }
 
