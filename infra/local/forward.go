@@ -114,6 +114,23 @@ func ReceiveForwarded(ctx context.Context, q *sqs.Client, url string, wait int32
 	return got, nil
 }
 
+// DrainForwarded receives (and deletes) everything the forwarded-events
+// queue holds, until two receives of a second find nothing.
+func DrainForwarded(ctx context.Context, q *sqs.Client, url string) ([]Forwarded, error) {
+	var all []Forwarded
+	for empty := 0; empty < 2; {
+		batch, err := ReceiveForwarded(ctx, q, url, 1)
+		if err != nil {
+			return all, err
+		}
+		if len(batch) == 0 {
+			empty++
+		}
+		all = append(all, batch...)
+	}
+	return all, nil
+}
+
 // LogForwarded logs each event arriving on the forwarded-events queue
 // until ctx ends.
 func LogForwarded(ctx context.Context, q *sqs.Client, url string, log *slog.Logger) {

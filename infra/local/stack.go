@@ -121,6 +121,15 @@ func (f SourcesFile) Source(name string) (LocalSource, error) {
 }
 
 // sourcesJSON renders SOURCES: the list without the secrets.
+// Names are the sources' names, in the file's order.
+func (f SourcesFile) Names() []string {
+	names := make([]string, 0, len(f.Sources))
+	for _, s := range f.Sources {
+		names = append(names, s.Name)
+	}
+	return names
+}
+
 func (f SourcesFile) sourcesJSON() (string, error) {
 	type entry struct {
 		Name    string          `json:"name"`
@@ -148,21 +157,12 @@ type Stack struct {
 	Processor         *processor.Processor
 	Replay            *replay.Replayer
 
-	tpl *template.Template
+	tpl     *template.Template
+	sources []string
 }
 
 // Sources are the names of the sources in the functions' SOURCES.
-func (s *Stack) Sources() []string {
-	var list []struct {
-		Name string `json:"name"`
-	}
-	_ = json.Unmarshal([]byte(s.Env["SOURCES"]), &list)
-	names := make([]string, 0, len(list))
-	for _, e := range list {
-		names = append(names, e.Name)
-	}
-	return names
-}
+func (s *Stack) Sources() []string { return s.sources }
 
 // Sweeper returns the replay function's schedule as template.yaml declares
 // it (its Sweep event: rate and input, the function's Timeout), calling
@@ -273,7 +273,7 @@ func Setup(ctx context.Context, cfg aws.Config, templatePath string, sources Sou
 		}
 	}
 	getenv := func(k string) string { return env[k] }
-	s := &Stack{Resources: res, Env: env, ForwardedQueueURL: forwarded, tpl: tpl}
+	s := &Stack{Resources: res, Env: env, ForwardedQueueURL: forwarded, tpl: tpl, sources: sources.Names()}
 	var errs []error
 	if c, err := config.Load(getenv, app.IngestNeeds); err != nil {
 		errs = append(errs, err)

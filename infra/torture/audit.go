@@ -395,18 +395,13 @@ func audit(ctx context.Context, sys *system, w *workload, st *sendStats) (*repor
 // against the workload: every processed event a route takes arrived, and
 // nothing else did.
 func auditForwarded(ctx context.Context, sys *system, w *workload, items map[string]item, routes forward.Routes, rep *report, lost, dup func(string, ...any)) error {
+	all, err := local.DrainForwarded(ctx, sys.sqs, sys.stack.ForwardedQueueURL)
+	if err != nil {
+		return fmt.Errorf("forwarded: %w", err)
+	}
 	got := map[string]int{}
-	for empty := 0; empty < 2; {
-		batch, err := local.ReceiveForwarded(ctx, sys.sqs, sys.stack.ForwardedQueueURL, 1)
-		if err != nil {
-			return fmt.Errorf("forwarded: %w", err)
-		}
-		if len(batch) == 0 {
-			empty++
-		}
-		for _, f := range batch {
-			got[f.EventKey()]++
-		}
+	for _, f := range all {
+		got[f.EventKey()]++
 	}
 	want := map[string]bool{}
 	for _, ev := range w.Events {

@@ -116,7 +116,9 @@ func Load(getenv func(string) string, need Need) (Config, error) {
 		}
 		c.Forward = routes
 	}
-	c.ForwardTimeout = time.Duration(intVar(getenv, "FORWARD_TIMEOUT_SECONDS", DefaultForwardTimeoutSeconds, 1, 60, &errs)) * time.Second
+	if need.Forward {
+		c.ForwardTimeout = time.Duration(intVar(getenv, "FORWARD_TIMEOUT_SECONDS", DefaultForwardTimeoutSeconds, 1, 60, &errs)) * time.Second
+	}
 	c.MaxBodyBytes = intVar(getenv, "MAX_BODY_BYTES", DefaultMaxBodyBytes, 1, MaxMaxBodyBytes, &errs)
 	days := intVar(getenv, "PAYLOAD_RETENTION_DAYS", DefaultPayloadRetentionDays, 1, 3650, &errs)
 	c.Retention = time.Duration(days) * 24 * time.Hour

@@ -72,12 +72,16 @@ func Detail(r Row, m Meta, payload []byte) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	d, err := detail(meta, payload)
-	if err != nil {
-		return nil, err
-	}
-	if Size(r, d) <= MaxEntryBytes {
-		return d, nil
+	// Every Detail holds the payload's bytes at least (trimmed of spaces):
+	// past the limit alone, it is not built to be thrown away.
+	if len(bytes.TrimSpace(payload)) <= MaxEntryBytes {
+		d, err := detail(meta, payload)
+		if err != nil {
+			return nil, err
+		}
+		if Size(r, d) <= MaxEntryBytes {
+			return d, nil
+		}
 	}
 	sum := sha256.Sum256(payload)
 	m.PayloadOmitted = fmt.Sprintf("the entry would be over %d bytes", MaxEntryBytes)
@@ -86,7 +90,7 @@ func Detail(r Row, m Meta, payload []byte) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	d = wrap(meta, "", nil)
+	d := wrap(meta, "", nil)
 	if Size(r, d) > MaxEntryBytes {
 		return nil, errors.New("forward: the entry's metadata alone is over the entry limit")
 	}
@@ -95,8 +99,9 @@ func Detail(r Row, m Meta, payload []byte) ([]byte, error) {
 
 func detail(meta, payload []byte) ([]byte, error) {
 	trimmed := bytes.TrimSpace(payload)
+	valid := json.Valid(trimmed)
 	switch {
-	case json.Valid(trimmed) && len(trimmed) > 0 && trimmed[0] == '{':
+	case valid && trimmed[0] == '{':
 		has, err := hasMember(trimmed, MetaKey)
 		if err != nil {
 			return nil, err
@@ -114,7 +119,7 @@ func detail(meta, payload []byte) ([]byte, error) {
 		}
 		b.Write(rest)
 		return b.Bytes(), nil
-	case json.Valid(trimmed):
+	case valid:
 		return wrap(meta, "payload", trimmed), nil
 	case utf8.Valid(payload):
 		s, _ := json.Marshal(string(payload))

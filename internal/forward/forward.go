@@ -205,20 +205,19 @@ func TargetOf(r Route) string { return "eventbridge:" + r.Source + ":" + r.Bus }
 // route (Parse allows one route per source and bus). Each row's key is
 // the event's and the bus's: one row per event and bus ever.
 func Outbound(ev inbox.Event, routes Routes) ([]effects.Outbound, error) {
+	at := ev.Created
+	if at.IsZero() {
+		at = ev.ReceivedAt
+	}
+	dt := ev.Type
+	if len(dt) > maxDetailType {
+		dt = strings.ToValidUTF8(dt[:maxDetailType], "")
+	}
+	row := Row{Source: SourcePrefix + ev.Key.Source, DetailType: dt, Time: at.UTC().Format("2006-01-02T15:04:05Z"), EventKey: ev.Key.String()}
 	var out []effects.Outbound
 	for _, r := range routes {
-		at := ev.Created
-		if at.IsZero() {
-			at = ev.ReceivedAt
-		}
-		dt := ev.Type
-		if len(dt) > maxDetailType {
-			dt = strings.ToValidUTF8(dt[:maxDetailType], "")
-		}
-		body, err := json.Marshal(Row{
-			Bus: r.Bus, Source: SourcePrefix + ev.Key.Source, DetailType: dt,
-			Time: at.UTC().Format("2006-01-02T15:04:05Z"), EventKey: ev.Key.String(),
-		})
+		row.Bus = r.Bus
+		body, err := json.Marshal(row)
 		if err != nil {
 			return nil, err
 		}

@@ -112,7 +112,7 @@ func (d *Deliverer) put(ctx context.Context, t Target, r Row) Result {
 		func(o *eventbridge.Options) { o.Retryer = aws.NopRetryer{} })
 	if err == nil {
 		if len(out.Entries) != 1 {
-			return d.unknownPut(t, fmt.Sprintf("PutEvents answered %d entries for 1", len(out.Entries)))
+			return unknownPut(t, fmt.Sprintf("PutEvents answered %d entries for 1", len(out.Entries)))
 		}
 		e := out.Entries[0]
 		if out.FailedEntryCount == 0 && e.ErrorCode == nil && e.EventId != nil {
@@ -144,11 +144,11 @@ func (d *Deliverer) put(ctx context.Context, t Target, r Row) Result {
 	case status == 0 && !wrote.Load():
 		return Result{State: Failed, Cause: "PutEvents not sent: " + err.Error()}
 	}
-	return d.unknownPut(t, "PutEvents: "+err.Error())
+	return unknownPut(t, "PutEvents: "+err.Error())
 }
 
 // unknownPut is the result of a put that may have reached EventBridge.
-func (d *Deliverer) unknownPut(t Target, cause string) Result {
+func unknownPut(t Target, cause string) Result {
 	if t.RetryUnknown {
 		return Result{State: Failed, Cause: "outcome unknown, put again as the route retries unknowns: " + cause}
 	}

@@ -172,7 +172,7 @@ webhook-inbox is running locally.
               aws --endpoint-url %s dynamodb scan --table-name %s
   Ctrl-C stops everything.
 
-`, ln.Addr(), sourceNames(sources), aws.Endpoint, emulators(aws), stack.Resources.TableName, stack.Resources.QueueURL,
+`, ln.Addr(), sources.Names(), aws.Endpoint, emulators(aws), stack.Resources.TableName, stack.Resources.QueueURL,
 		stack.Resources.DLQURL, stack.Resources.MaxReceiveCount, stack.Resources.VisibilityTimeout,
 		sweeper.Every, stack.Replay.SweepAfter, forwarding, aws.Endpoint, stack.Resources.TableName)
 
@@ -233,14 +233,6 @@ func envDuration(name string) time.Duration {
 		os.Exit(2)
 	}
 	return d
-}
-
-func sourceNames(f local.SourcesFile) []string {
-	var out []string
-	for _, s := range f.Sources {
-		out = append(out, s.Name)
-	}
-	return out
 }
 
 // emulators says which emulator serves what behind the router.
