@@ -5,8 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net/http/httptrace"
-	"sync/atomic"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -43,8 +41,9 @@ var permanentEntryCodes = map[string]bool{
 
 // put delivers a forwarding row (effects.ActionEventBridge): the entry
 // its body describes, with the Detail built from its event's stored
-// payload, in one PutEvents call. It classifies the outcome as send does
-// for HTTP:
+// payload, put by the batcher in one PutEvents request, alone or with
+// other rows' entries (tk is its ticket). It must end before leaseEnd. The outcome is
+// classified as send does for HTTP:
 //
 //   - an entry EventBridge accepted (an EventId): delivered;
 //   - an entry it refused (FailedEntryCount): failed, retried with
@@ -52,15 +51,18 @@ var permanentEntryCodes = map[string]bool{
 //   - an error answer with a 4xx status (throttling, a missing bus, a
 //     denied permission): the request was refused whole: failed, or
 //     rejected if it is invalid in itself;
-//   - a request never written whole: failed;
+//   - a request never written whole, or never started for want of time:
+//     failed;
 //   - a 5xx answer, a timeout or a connection lost after the request was
 //     written: unknown, or failed (put again) for a route that retries
 //     unknowns, its consumers deduping on the event key.
 //
 // The SDK's own retries are off for the call: a retry of a written
 // request is a second put, which only the route may allow.
-func (d *Deliverer) put(ctx context.Context, t Target, r Row) Result {
-	if d.cfg.EventBridge == nil || d.cfg.Events == nil {
+func (d *Deliverer) put(ctx context.Context, tk *ticket, t Target, r Row, leaseEnd time.Time) Result {
+	// Any return before the batcher's put: the entry is not coming.
+	defer tk.drop()
+	if d.batcher == nil || d.cfg.Events == nil {
 		return Result{State: Failed, Cause: "no EventBridge client is configured"}
 	}
 	var fr forward.Row
@@ -97,34 +99,27 @@ func (d *Deliverer) put(ctx context.Context, t Target, r Row) Result {
 		EventBusName: aws.String(fr.Bus), Source: aws.String(fr.Source), DetailType: aws.String(fr.DetailType),
 		Detail: aws.String(string(detail)), Time: aws.Time(at),
 	}
+	return d.batcher.put(ctx, tk, t, entry, forward.Size(fr, detail), leaseEnd)
+}
 
-	ctx, cancel := context.WithTimeout(ctx, t.Timeout)
-	defer cancel()
-	var wrote atomic.Bool
-	ctx = httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{
-		WroteRequest: func(info httptrace.WroteRequestInfo) {
-			if info.Err == nil {
-				wrote.Store(true)
-			}
-		},
-	})
-	out, err := d.cfg.EventBridge.PutEvents(ctx, &eventbridge.PutEventsInput{Entries: []types.PutEventsRequestEntry{entry}},
-		func(o *eventbridge.Options) { o.Retryer = aws.NopRetryer{} })
-	if err == nil {
-		if len(out.Entries) != 1 {
-			return unknownPut(t, fmt.Sprintf("PutEvents answered %d entries for 1", len(out.Entries)))
-		}
-		e := out.Entries[0]
-		if out.FailedEntryCount == 0 && e.ErrorCode == nil && e.EventId != nil {
-			return Result{State: Delivered, DeliveredTo: "eventbridge"}
-		}
-		code := aws.ToString(e.ErrorCode)
-		cause := fmt.Sprintf("EventBridge refused the entry: %s: %s", code, aws.ToString(e.ErrorMessage))
-		if permanentEntryCodes[code] {
-			return Result{State: Rejected, Cause: cause}
-		}
-		return Result{State: Failed, Cause: cause}
+// entryOutcome is what an entry's place in a PutEvents answer makes of
+// its row.
+func entryOutcome(e types.PutEventsResultEntry) Result {
+	if e.ErrorCode == nil && e.EventId != nil {
+		return Result{State: Delivered, DeliveredTo: "eventbridge"}
 	}
+	code := aws.ToString(e.ErrorCode)
+	cause := fmt.Sprintf("EventBridge refused the entry: %s: %s", code, aws.ToString(e.ErrorMessage))
+	if permanentEntryCodes[code] {
+		return Result{State: Rejected, Cause: cause}
+	}
+	return Result{State: Failed, Cause: cause}
+}
+
+// requestOutcome is what a PutEvents request that failed whole makes of
+// each row it carried, for the row's target; wrote says whether the
+// request was written whole.
+func requestOutcome(t Target, err error, wrote bool) Result {
 	// The SDK wraps a call with no answer (a timeout) in a ResponseError
 	// too, of status 0.
 	var resp *smithyhttp.ResponseError
@@ -141,7 +136,7 @@ func (d *Deliverer) put(ctx context.Context, t Target, r Row) Result {
 	case status == 0 && awserr.Permanent(err):
 		// Refused by the SDK before sending.
 		return Result{State: Rejected, Cause: "PutEvents: " + err.Error()}
-	case status == 0 && !wrote.Load():
+	case status == 0 && !wrote:
 		return Result{State: Failed, Cause: "PutEvents not sent: " + err.Error()}
 	}
 	return unknownPut(t, "PutEvents: "+err.Error())

@@ -36,11 +36,15 @@ func (memEvents) Payload(_ context.Context, ev inbox.Event) ([]byte, error) { re
 
 // fakeBus plays EventBridge's PutEvents over loopback: the real SDK
 // client talks to it, so the outbox's classification sees real SDK
-// errors. answer is called with the number of the put (from 1).
+// errors. answer is called with the number of the put (from 1) for a
+// request of one entry; answerBatch, if set, with every request's
+// entries instead. requests holds each request's entries.
 type fakeBus struct {
-	mu      sync.Mutex
-	entries []map[string]any
-	answer  func(w http.ResponseWriter, n int)
+	mu          sync.Mutex
+	entries     []map[string]any
+	requests    [][]map[string]any
+	answer      func(w http.ResponseWriter, n int)
+	answerBatch func(w http.ResponseWriter, entries []map[string]any)
 }
 
 func (b *fakeBus) serve(tb testing.TB) *httptest.Server {
@@ -57,8 +61,17 @@ func (b *fakeBus) serve(tb testing.TB) *httptest.Server {
 		}
 		b.mu.Lock()
 		b.entries = append(b.entries, in.Entries...)
+		b.requests = append(b.requests, in.Entries)
 		n := len(b.entries)
 		b.mu.Unlock()
+		if b.answerBatch != nil {
+			b.answerBatch(w, in.Entries)
+			return
+		}
+		if len(in.Entries) != 1 {
+			http.Error(w, "this fake answers one entry", http.StatusBadRequest)
+			return
+		}
 		b.answer(w, n)
 	}))
 	tb.Cleanup(srv.Close)
@@ -70,6 +83,17 @@ func (b *fakeBus) count() int {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return len(b.entries)
+}
+
+// sizes is the number of entries of each request, in the order they came.
+func (b *fakeBus) sizes() []int {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	var n []int
+	for _, r := range b.requests {
+		n = append(n, len(r))
+	}
+	return n
 }
 
 func (b *fakeBus) first() map[string]any {

@@ -25,6 +25,7 @@ import (
 	"net/http"
 	"net/http/httptrace"
 	"net/url"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -71,6 +72,9 @@ const (
 // its call can still be under way.
 const leaseMargin = 10 * time.Second
 
+// maxRowsAtOnce bounds the rows of one event delivered at once.
+const maxRowsAtOnce = MaxBatchEntries
+
 // finishTimeout bounds the write of a row's outcome after its call, which
 // is made even when the caller's context has ended (the call happened).
 const finishTimeout = 3 * time.Second
@@ -105,6 +109,9 @@ type Config struct {
 // Deliverer sends outbox rows.
 type Deliverer struct {
 	cfg Config
+	// batcher puts forwarding rows' entries, several to a request where
+	// several are ready; nil without an EventBridge client.
+	batcher *batcher
 }
 
 // New returns a deliverer; Store and Logger are required, and every
@@ -160,7 +167,19 @@ func New(cfg Config) (*Deliverer, error) {
 	if cfg.Rand == nil {
 		cfg.Rand = mrand.Float64
 	}
-	return &Deliverer{cfg: cfg}, nil
+	d := &Deliverer{cfg: cfg}
+	if cfg.EventBridge != nil {
+		d.batcher = &batcher{api: cfg.EventBridge, now: cfg.Now}
+	}
+	return d, nil
+}
+
+// PutRequests is how many PutEvents requests the deliverer has made.
+func (d *Deliverer) PutRequests() int64 {
+	if d.batcher == nil {
+		return 0
+	}
+	return d.batcher.requests.Load()
 }
 
 // Settlement is what one delivery pass left of an event's outbox.
@@ -175,8 +194,9 @@ type Settlement struct {
 	States map[State]int
 }
 
-// Deliver tries every row of the event's outbox, one after the other, as
-// owner. Calls are made under work (a row is not started without time for
+// Deliver tries every row of the event's outbox as owner, up to
+// maxRowsAtOnce at a time: the rows are independent calls, each with its
+// own key, and an event's forwarding rows are then put in one request. Calls are made under work (a row is not started without time for
 // its whole timeout before work's deadline); outcomes are recorded under
 // book, which outlives work. It records on the event whether its outbox
 // settled, and returns the first error of the store it met; a row's
@@ -187,22 +207,42 @@ type Settlement struct {
 func (d *Deliverer) Deliver(work, book context.Context, ev inbox.Key, gen int, rows []string, owner string) (Settlement, error) {
 	st := Settlement{Settled: true, States: make(map[State]int, len(rows))}
 	var errs []error
-	for i, key := range rows {
-		state, due, sent, err := d.one(work, book, ev, i, key, owner)
-		st.States[state]++
-		if sent {
-			st.Sent++
-		}
-		if err != nil {
-			errs = append(errs, err)
-		}
-		if !state.Final() {
-			st.Settled = false
-			if st.Due.IsZero() || due.Before(st.Due) {
-				st.Due = due
-			}
-		}
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, maxRowsAtOnce)
+	// The rows that start at once are all on their way before any
+	// starts, so the first does not put its entry without the others'.
+	tickets := make([]*ticket, len(rows))
+	for i := range min(len(rows), maxRowsAtOnce) {
+		tickets[i] = d.batcher.expect()
 	}
+	for i, key := range rows {
+		sem <- struct{}{}
+		if tickets[i] == nil {
+			tickets[i] = d.batcher.expect()
+		}
+		wg.Go(func() {
+			defer func() { <-sem }()
+			defer tickets[i].drop()
+			state, due, sent, err := d.one(work, book, ev, i, key, owner, tickets[i])
+			mu.Lock()
+			defer mu.Unlock()
+			st.States[state]++
+			if sent {
+				st.Sent++
+			}
+			if err != nil {
+				errs = append(errs, err)
+			}
+			if !state.Final() {
+				st.Settled = false
+				if st.Due.IsZero() || due.Before(st.Due) {
+					st.Due = due
+				}
+			}
+		})
+	}
+	wg.Wait()
 	if err := d.cfg.Store.SettleOutbox(book, ev, gen, st.Settled, st.Due, d.cfg.Now()); err != nil {
 		// Not told: the caller comes back, and the next pass, finding
 		// the rows as they are, tells it again.
@@ -220,7 +260,10 @@ func (d *Deliverer) Deliver(work, book context.Context, ev inbox.Key, gen int, r
 // Logs and errors name the row by its event and its place in the event's
 // outbox (row), never by its key: keys are built from business
 // identifiers (an invoice id), which stay out of logs.
-func (d *Deliverer) one(work, book context.Context, ev inbox.Key, i int, key, owner string) (state State, due time.Time, sent bool, err error) {
+//
+// tk is the row's ticket with the batcher: used up by its put, if it is a
+// forwarding row put now; its caller drops it otherwise.
+func (d *Deliverer) one(work, book context.Context, ev inbox.Key, i int, key, owner string, tk *ticket) (state State, due time.Time, sent bool, err error) {
 	now := d.cfg.Now()
 	// The row's target is not known before the claim: the longest timeout
 	// any target has decides whether there is time to start.
@@ -228,7 +271,8 @@ func (d *Deliverer) one(work, book context.Context, ev inbox.Key, i int, key, ow
 	if deadline, ok := work.Deadline(); ok && time.Until(deadline) < d.longestTimeout() {
 		return Pending, now, false, nil
 	}
-	prev, err := d.cfg.Store.ClaimRow(work, key, owner, now, now.Add(d.longestTimeout()+leaseMargin))
+	leaseEnd := now.Add(d.rowLease())
+	prev, err := d.cfg.Store.ClaimRow(work, key, owner, now, leaseEnd)
 	switch {
 	case errors.Is(err, ErrFinal):
 		return prev.State, time.Time{}, false, nil
@@ -244,6 +288,10 @@ func (d *Deliverer) one(work, book context.Context, ev inbox.Key, i int, key, ow
 	case err != nil:
 		return Pending, now.Add(d.cfg.RetryBase), false, fmt.Errorf("row %d: %w", i, err)
 	}
+	if prev.Action != effects.ActionEventBridge {
+		// Not coming to the batcher: it need not wait for this row.
+		tk.drop()
+	}
 	attempt := prev.Attempts + 1
 	target, known := d.cfg.Targets[prev.Target]
 	var res Result
@@ -255,7 +303,7 @@ func (d *Deliverer) one(work, book context.Context, ev inbox.Key, i int, key, ow
 	case !known:
 		res = Result{State: Failed, Cause: fmt.Sprintf("no target %q is configured", prev.Target)}
 	case prev.Action == effects.ActionEventBridge:
-		res = d.put(work, target, prev)
+		res = d.put(work, tk, target, prev, leaseEnd)
 		sent = true
 	case target.URL == "":
 		res = Result{State: Delivered, DeliveredTo: "log"}
@@ -278,7 +326,7 @@ func (d *Deliverer) one(work, book context.Context, ev inbox.Key, i int, key, ow
 		// then its next claim finds it so (unknown, unless its target
 		// dedupes) — or another worker already decided it.
 		d.cfg.Logger.Warn("outbox row", "event_key", ev.String(), "row", i, "state", string(res.State), "error", err.Error())
-		return Delivering, now.Add(d.longestTimeout() + leaseMargin), sent, fmt.Errorf("row %d: recording %s: %w", i, res.State, err)
+		return Delivering, leaseEnd, sent, fmt.Errorf("row %d: recording %s: %w", i, res.State, err)
 	}
 	attrs := []any{"event_key", ev.String(), "row", i, "target", prev.Target, "state", string(res.State), "attempt", attempt}
 	if res.StatusCode != 0 {
@@ -313,6 +361,13 @@ func (d *Deliverer) metricAttrs(row Row, state State) []any {
 		[]obs.Dimension{{Name: "Target", Value: row.Target}, {Name: "State", Value: string(state)}},
 		[][]string{{"Target", "State"}, {"State"}},
 		metrics...)
+}
+
+// rowLease is how long a claim on a row lasts: the longest call any
+// target may make, after a wait of as long for a PutEvents request in
+// flight (see batcher), and a margin.
+func (d *Deliverer) rowLease() time.Duration {
+	return 2*d.longestTimeout() + leaseMargin
 }
 
 // longestTimeout is the longest call any target may make.
