@@ -3,6 +3,7 @@ package local_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"regexp"
@@ -11,12 +12,14 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/eventbridge"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
 	"github.com/webhook-inbox/webhook-inbox/infra/local"
 	"github.com/webhook-inbox/webhook-inbox/internal/effects"
 	"github.com/webhook-inbox/webhook-inbox/internal/forward"
 	"github.com/webhook-inbox/webhook-inbox/internal/inbox"
+	"github.com/webhook-inbox/webhook-inbox/internal/outbox"
 )
 
 var eventID = regexp.MustCompile(`"id": ?"evt_[A-Za-z0-9]+"`)
@@ -40,6 +43,28 @@ func forwardedKeys(t *testing.T, e *env) map[string][]local.Forwarded {
 		got[f.EventKey()] = append(got[f.EventKey()], f)
 	}
 	return got
+}
+
+// discardMain deletes every message of the main queue unprocessed: their
+// workers stopped after acknowledging them.
+func (e *env) discardMain(t *testing.T) {
+	t.Helper()
+	ctx := context.Background()
+	q := sqs.NewFromConfig(e.awsConfig)
+	for {
+		out, err := q.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{QueueUrl: aws.String(e.stack.Resources.QueueURL), MaxNumberOfMessages: 10})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(out.Messages) == 0 {
+			return
+		}
+		for _, m := range out.Messages {
+			if _, err := q.DeleteMessage(ctx, &sqs.DeleteMessageInput{QueueUrl: aws.String(e.stack.Resources.QueueURL), ReceiptHandle: m.ReceiptHandle}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
 }
 
 // TestForwardedExactlyOnce: a forwarded event reaches the bus's consumer
@@ -106,21 +131,7 @@ func TestForwardedExactlyOnce(t *testing.T) {
 	}
 	// Its message was acknowledged (its last receive): only the sweep
 	// brings the event back.
-	q := sqs.NewFromConfig(e.awsConfig)
-	for {
-		out, err := q.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{QueueUrl: aws.String(e.stack.Resources.QueueURL), MaxNumberOfMessages: 10})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if len(out.Messages) == 0 {
-			break
-		}
-		for _, m := range out.Messages {
-			if _, err := q.DeleteMessage(ctx, &sqs.DeleteMessageInput{QueueUrl: aws.String(e.stack.Resources.QueueURL), ReceiptHandle: m.ReceiptHandle}); err != nil {
-				t.Fatal(err)
-			}
-		}
-	}
+	e.discardMain(t)
 	sweeps, err := e.stack.Sweeper(e.stack.Replay.Handle, slog.New(slog.DiscardHandler))
 	if err != nil {
 		t.Fatal(err)
@@ -150,4 +161,98 @@ func TestForwardedExactlyOnce(t *testing.T) {
 	if err := json.Unmarshal(f.Detail, &detail); err != nil || detail["id"] != key.EventID || detail["type"] != "invoice.paid" {
 		t.Errorf("forwarded detail: %.200s, %v; want the provider's event itself", f.Detail, err)
 	}
+}
+
+// TestForwardedInBatches: forwarding entries go to moto's EventBridge
+// several to a request, and each reaches the consumer once.
+//
+//   - An event forwarded to two buses (the local bus and the default
+//     one, with no rule) is put in one request of two entries: both rows
+//     delivered, the local bus's consumer gets it once. This part does
+//     not depend on timing: an event's rows are gathered before the
+//     request starts.
+//   - Eight events in one SQS batch: each reaches the consumer once,
+//     however the processor's records happened to gather.
+func TestForwardedInBatches(t *testing.T) {
+	e := mustEnv(t)
+	ctx := context.Background()
+	body, _, _, err := local.SampleStripe(repoRoot)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	// One event, two buses, committed by a worker that stopped before
+	// delivering; this deliverer delivers its rows.
+	two := inbox.Key{Source: "stripe", EventID: "evt_two_buses"}
+	if status, resp := e.post(t, withID(body, two.EventID, "invoice.voided"), time.Now()); status != http.StatusAccepted {
+		t.Fatalf("invoice.voided: %d %v", status, resp)
+	}
+	e.discardMain(t)
+	routes := forward.Routes{{Source: "stripe", Bus: local.ForwardBusName}, {Source: "stripe", Bus: forward.DefaultBus}}
+	now := time.Now()
+	ev, err := e.store.Claim(ctx, two, "stopped-worker", now, now.Add(time.Minute))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows, err := forward.Outbound(ev, routes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := e.store.Complete(ctx, ev, "stopped-worker", effects.Plan{Outbound: rows}, inbox.OutcomeApplied, now); err != nil {
+		t.Fatal(err)
+	}
+	targets := map[string]outbox.Target{}
+	var keys []string
+	for i, r := range routes {
+		targets[forward.TargetOf(r)] = outbox.Target{Timeout: 10 * time.Second}
+		keys = append(keys, rows[i].Key)
+	}
+	d, err := outbox.New(outbox.Config{
+		Store: e.store, Targets: targets, Events: e.store,
+		EventBridge: eventbridge.NewFromConfig(e.awsConfig), Logger: slog.New(slog.DiscardHandler),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := d.Deliver(ctx, ctx, two, ev.OutboxGen, keys, "deliverer")
+	if err != nil || !st.Settled || st.States[outbox.Delivered] != 2 {
+		t.Fatalf("delivery: %+v, %v; want both rows delivered", st, err)
+	}
+	if got := d.PutRequests(); got != 1 {
+		t.Errorf("%d PutEvents requests for an event's two rows, want 1", got)
+	}
+	if got := forwardedKeys(t, e); len(got[two.String()]) != 1 || len(got) != 1 {
+		t.Errorf("forwarded %v, want %s once", got, two)
+	}
+
+	// Eight events, one SQS batch.
+	var want []string
+	for i := range 8 {
+		id := fmt.Sprintf("evt_batch_%d", i)
+		if status, resp := e.post(t, withID(body, id, "invoice.paid"), time.Now()); status != http.StatusAccepted {
+			t.Fatalf("%s: %d %v", id, status, resp)
+		}
+		want = append(want, inbox.Key{Source: "stripe", EventID: id}.String())
+	}
+	e.drain(t)
+	got := forwardedKeys(t, e)
+	for _, k := range want {
+		if len(got[k]) != 1 {
+			t.Errorf("%s forwarded %d times, want once", k, len(got[k]))
+		}
+	}
+	if len(got) != len(want) {
+		t.Errorf("%d events forwarded, want %d", len(got), len(want))
+	}
+	sizes := map[float64]int{}
+	for line := range strings.SplitSeq(e.logs.String(), "\n") {
+		var l struct {
+			Msg     string  `json:"msg"`
+			Entries float64 `json:"put_entries"`
+		}
+		if json.Unmarshal([]byte(line), &l) == nil && l.Msg == "outbox row" && l.Entries > 0 {
+			sizes[l.Entries]++
+		}
+	}
+	t.Logf("forwarding rows by the size of the request that carried them: %v", sizes)
 }

@@ -68,7 +68,14 @@ type putRequest struct {
 	ctx      context.Context
 	leaseEnd time.Time
 	queued   time.Time
-	done     chan Result
+	done     chan putOutcome
+}
+
+// putOutcome is an entry's outcome and the size of the request that
+// carried it.
+type putOutcome struct {
+	Result
+	entries int
 }
 
 // maxLinger bounds how long entries on their way hold back a request that
@@ -117,9 +124,10 @@ func (t *ticket) useLocked() {
 
 // put adds the entry, on its way under tk (nil for none), to the next
 // request and returns its outcome, once the request that carried it has
-// ended (or it was not sent).
-func (b *batcher) put(ctx context.Context, tk *ticket, t Target, entry types.PutEventsRequestEntry, size int, leaseEnd time.Time) Result {
-	req := &putRequest{entry: entry, size: size, target: t, ctx: ctx, leaseEnd: leaseEnd, queued: time.Now(), done: make(chan Result, 1)}
+// ended (or it was not sent), and how many entries that request carried
+// (0: not sent).
+func (b *batcher) put(ctx context.Context, tk *ticket, t Target, entry types.PutEventsRequestEntry, size int, leaseEnd time.Time) (Result, int) {
+	req := &putRequest{entry: entry, size: size, target: t, ctx: ctx, leaseEnd: leaseEnd, queued: time.Now(), done: make(chan putOutcome, 1)}
 	b.mu.Lock()
 	if tk != nil {
 		tk.useLocked()
@@ -127,7 +135,8 @@ func (b *batcher) put(ctx context.Context, tk *ticket, t Target, entry types.Put
 	b.queue = append(b.queue, req)
 	b.start()
 	b.mu.Unlock()
-	return <-req.done
+	out := <-req.done
+	return out.Result, out.entries
 }
 
 // start, with mu held, starts a request for the waiting entries while
@@ -202,9 +211,9 @@ func (b *batcher) send(batch []*putRequest) {
 	for _, r := range batch {
 		switch {
 		case r.ctx.Err() != nil:
-			r.done <- Result{State: Failed, Cause: "PutEvents not sent: " + r.ctx.Err().Error()}
+			r.done <- putOutcome{Result: Result{State: Failed, Cause: "PutEvents not sent: " + r.ctx.Err().Error()}}
 		case now.Add(r.target.Timeout).After(r.leaseEnd) || pastDeadline(r.ctx, wall.Add(r.target.Timeout)):
-			r.done <- Result{State: Failed, Cause: fmt.Sprintf("PutEvents not sent: no time left for a %s call", r.target.Timeout)}
+			r.done <- putOutcome{Result: Result{State: Failed, Cause: fmt.Sprintf("PutEvents not sent: no time left for a %s call", r.target.Timeout)}}
 		default:
 			if timeout == 0 || r.target.Timeout < timeout {
 				timeout = r.target.Timeout
@@ -237,16 +246,16 @@ func (b *batcher) send(batch []*putRequest) {
 		func(o *eventbridge.Options) { o.Retryer = aws.NopRetryer{} })
 	if err == nil && len(out.Entries) != len(reqs) {
 		for _, r := range reqs {
-			r.done <- unknownPut(r.target, fmt.Sprintf("PutEvents answered %d entries for %d", len(out.Entries), len(reqs)))
+			r.done <- putOutcome{unknownPut(r.target, fmt.Sprintf("PutEvents answered %d entries for %d", len(out.Entries), len(reqs))), len(reqs)}
 		}
 		return
 	}
 	for i, r := range reqs {
 		if err != nil {
-			r.done <- requestOutcome(r.target, err, wrote.Load())
+			r.done <- putOutcome{requestOutcome(r.target, err, wrote.Load()), len(reqs)}
 			continue
 		}
-		r.done <- entryOutcome(out.Entries[i])
+		r.done <- putOutcome{entryOutcome(out.Entries[i]), len(reqs)}
 	}
 }
 

@@ -52,7 +52,7 @@ func TestBatcherNeedsTime(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			before := calls.Load()
-			got := b.put(tc.ctx, b.expect(), target, entry, 30, tc.leaseEnd)
+			got, _ := b.put(tc.ctx, b.expect(), target, entry, 30, tc.leaseEnd)
 			if got.State != tc.want {
 				t.Fatalf("%s (%s), want %s", got.State, got.Cause, tc.want)
 			}

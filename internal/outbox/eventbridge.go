@@ -59,41 +59,43 @@ var permanentEntryCodes = map[string]bool{
 //
 // The SDK's own retries are off for the call: a retry of a written
 // request is a second put, which only the route may allow.
-func (d *Deliverer) put(ctx context.Context, tk *ticket, t Target, r Row, leaseEnd time.Time) Result {
+//
+// It also returns how many entries the request carried (0: none was made).
+func (d *Deliverer) put(ctx context.Context, tk *ticket, t Target, r Row, leaseEnd time.Time) (Result, int) {
 	// Any return before the batcher's put: the entry is not coming.
 	defer tk.drop()
 	if d.batcher == nil || d.cfg.Events == nil {
-		return Result{State: Failed, Cause: "no EventBridge client is configured"}
+		return Result{State: Failed, Cause: "no EventBridge client is configured"}, 0
 	}
 	var fr forward.Row
 	if err := json.Unmarshal(r.Body, &fr); err != nil || fr.Bus == "" || fr.Source == "" || fr.DetailType == "" {
-		return Result{State: Rejected, Cause: fmt.Sprintf("not a forwarding row (%v)", err)}
+		return Result{State: Rejected, Cause: fmt.Sprintf("not a forwarding row (%v)", err)}, 0
 	}
 	at, err := time.Parse(time.RFC3339, fr.Time)
 	if err != nil {
-		return Result{State: Rejected, Cause: "forwarding row: time: " + err.Error()}
+		return Result{State: Rejected, Cause: "forwarding row: time: " + err.Error()}, 0
 	}
 	k, err := inbox.ParseKey(fr.EventKey)
 	if err != nil {
-		return Result{State: Rejected, Cause: "forwarding row: event key: " + err.Error()}
+		return Result{State: Rejected, Cause: "forwarding row: event key: " + err.Error()}, 0
 	}
 	ev, err := d.cfg.Events.Get(ctx, k, d.cfg.Now())
 	switch {
 	case errors.Is(err, inbox.ErrNotFound):
-		return Result{State: Rejected, Cause: "its event is no longer stored"}
+		return Result{State: Rejected, Cause: "its event is no longer stored"}, 0
 	case err != nil:
-		return Result{State: Failed, Cause: "reading its event: " + err.Error()}
+		return Result{State: Failed, Cause: "reading its event: " + err.Error()}, 0
 	}
 	payload, err := d.cfg.Events.Payload(ctx, ev)
 	switch {
 	case errors.Is(err, inbox.ErrInvalid):
-		return Result{State: Rejected, Cause: "its event's payload: " + err.Error()}
+		return Result{State: Rejected, Cause: "its event's payload: " + err.Error()}, 0
 	case err != nil:
-		return Result{State: Failed, Cause: "reading its event's payload: " + err.Error()}
+		return Result{State: Failed, Cause: "reading its event's payload: " + err.Error()}, 0
 	}
 	detail, err := forward.Detail(fr, forward.MetaOf(ev), payload)
 	if err != nil {
-		return Result{State: Rejected, Cause: err.Error()}
+		return Result{State: Rejected, Cause: err.Error()}, 0
 	}
 	entry := types.PutEventsRequestEntry{
 		EventBusName: aws.String(fr.Bus), Source: aws.String(fr.Source), DetailType: aws.String(fr.DetailType),

@@ -295,6 +295,9 @@ func (d *Deliverer) one(work, book context.Context, ev inbox.Key, i int, key, ow
 	attempt := prev.Attempts + 1
 	target, known := d.cfg.Targets[prev.Target]
 	var res Result
+	// entries is the size of the PutEvents request a forwarding row went
+	// in.
+	var entries int
 	switch {
 	case prev.State == Delivering && !(known && target.RetryUnknown):
 		res = Result{State: Unknown, Cause: "a delivery was under way when its worker stopped: it may have reached the receiver"}
@@ -303,7 +306,7 @@ func (d *Deliverer) one(work, book context.Context, ev inbox.Key, i int, key, ow
 	case !known:
 		res = Result{State: Failed, Cause: fmt.Sprintf("no target %q is configured", prev.Target)}
 	case prev.Action == effects.ActionEventBridge:
-		res = d.put(work, tk, target, prev, leaseEnd)
+		res, entries = d.put(work, tk, target, prev, leaseEnd)
 		sent = true
 	case target.URL == "":
 		res = Result{State: Delivered, DeliveredTo: "log"}
@@ -334,6 +337,9 @@ func (d *Deliverer) one(work, book context.Context, ev inbox.Key, i int, key, ow
 	}
 	if res.Cause != "" {
 		attrs = append(attrs, "cause", res.Cause)
+	}
+	if entries > 0 {
+		attrs = append(attrs, "put_entries", entries)
 	}
 	attrs = append(attrs, d.metricAttrs(prev, res.State)...)
 	if res.State.ForReview() {
