@@ -35,6 +35,8 @@ import (
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/eventbridge"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/smithy-go/middleware"
@@ -61,6 +63,8 @@ const (
 	priceS3Write      = 0.005 / 1e3       // S3 Standard PUT, COPY, POST, LIST per request
 	priceS3Read       = 0.0004 / 1e3      // S3 Standard GET per request
 	priceS3ByteMonth  = 0.023 / (1 << 30) // S3 Standard storage, first 50 TB, per byte-month
+	priceEBEvent      = 1.00 / 1e6        // EventBridge custom event put, per 64 KB chunk of an entry
+	ebChunk           = 64 << 10          // EventBridge bills each 64 KB of an entry as one event
 	lambdaGB          = 0.25              // MemorySize 256 in template.yaml
 	batchSize         = 10                // ProcessorBatchSize default
 )
@@ -88,6 +92,9 @@ type meter struct {
 	apiRequests int
 	// objectBytes is the bytes of the payload objects put.
 	objectBytes int64
+	// ebEvents is the EventBridge events billed: each entry put, a unit
+	// per 64 KB of it.
+	ebEvents int
 }
 
 func newMeter() *meter { return &meter{calls: map[string]int{}} }
@@ -111,7 +118,7 @@ func (m *meter) reset() {
 	m.Capacity.Reset()
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	m.calls, m.logBytes, m.lambdaMS, m.invokes, m.apiRequests, m.objectBytes = map[string]int{}, 0, 0, 0, 0, 0
+	m.calls, m.logBytes, m.lambdaMS, m.invokes, m.apiRequests, m.objectBytes, m.ebEvents = map[string]int{}, 0, 0, 0, 0, 0, 0
 }
 
 // count is the client option that counts calls.
@@ -121,6 +128,12 @@ func (m *meter) count(s *middleware.Stack) error {
 		m.calls[middleware.GetServiceID(ctx)+"."+middleware.GetOperationName(ctx)]++
 		if put, ok := in.Parameters.(*s3.PutObjectInput); ok && put.ContentLength != nil {
 			m.objectBytes += *put.ContentLength
+		}
+		if put, ok := in.Parameters.(*eventbridge.PutEventsInput); ok {
+			for _, e := range put.Entries {
+				size := 14 + len(aws.ToString(e.Source)) + len(aws.ToString(e.DetailType)) + len(aws.ToString(e.Detail))
+				m.ebEvents += (size + ebChunk - 1) / ebChunk
+			}
 		}
 		m.mu.Unlock()
 		return next.HandleInitialize(ctx, in)
@@ -138,6 +151,8 @@ type path struct {
 	new bool
 	// large says its payload goes to an S3 object (the claim check).
 	large bool
+	// forwarded says the event is put on an EventBridge bus (FORWARD).
+	forwarded bool
 }
 
 func run(n int, out io.Writer) error {
@@ -172,9 +187,10 @@ func run(n int, out io.Writer) error {
 	if err != nil {
 		return err
 	}
-	// The shipped examples' paths, without the local sources file's
-	// forwarding to EventBridge.
-	stack, err := local.Setup(ctx, cfg, "template.yaml", sources, map[string]string{"FORWARD": ""}, obs.NewLogger(m, slog.LevelInfo))
+	// The shipped examples' paths, and forwarding to EventBridge for one
+	// type they do not send (no Go handler takes it), so that the others
+	// are not forwarded.
+	stack, err := local.Setup(ctx, cfg, "template.yaml", sources, map[string]string{"FORWARD": `[{"source":"stripe","types":["invoice.voided"]}]`}, obs.NewLogger(m, slog.LevelInfo))
 	if err != nil {
 		return err
 	}
@@ -218,6 +234,9 @@ func run(n int, out io.Writer) error {
 		{name: "stripe invoice.paid of 1 MB, new", source: "stripe", new: true, large: true, deliver: func(i int) (*http.Request, []byte) {
 			return stripe(padded(invoice("evt_large_%d", "in_large_%d", i), 1<<20))
 		}},
+		{name: "stripe invoice.voided, forwarded, new", source: "stripe", new: true, forwarded: true, deliver: func(i int) (*http.Request, []byte) {
+			return stripe(strings.Replace(invoice("evt_fwd_%d", "in_fwd_%d", i), `"invoice.paid"`, `"invoice.voided"`, 1))
+		}},
 		{name: "github push, new", source: "github", new: true, deliver: func(i int) (*http.Request, []byte) {
 			return github(push(i), fmt.Sprintf("push-new-%d", i))
 		}},
@@ -254,7 +273,7 @@ func run(n int, out io.Writer) error {
 		if err := drain(ctx, poller); err != nil {
 			return err
 		}
-		if p.new && !p.large {
+		if p.new && !p.large && !p.forwarded {
 			stored[p.source] = m.Units().WriteBy["PutItem"] / float64(n)
 		}
 		storedUnits := stored[p.source]
@@ -382,7 +401,9 @@ func drain(ctx context.Context, p *local.Poller) error {
 // effects, no reads, and Lambda's invocations at the same measured
 // durations (for a duplicate: the request and the refused write); for a
 // payload in S3, its object put once, read once and stored for the
-// bucket's lifecycle (objectDays).
+// bucket's lifecycle (objectDays); for a forwarded event, its entry put
+// once (EventBridge bills each 64 KB of an entry as an event, whatever the
+// request that carried it).
 func report(out io.Writer, p path, m *meter, n int, storedUnits float64, objectDays int) {
 	per := func(v float64) float64 { return v / float64(n) }
 	sqsReq := 0
@@ -419,7 +440,7 @@ func report(out io.Writer, p path, m *meter, n int, storedUnits float64, objectD
 	s3Stored := float64(m.objectBytes) * float64(objectDays) / 30 * priceS3ByteMonth
 	bill := float64(m.apiRequests)*priceAPIRequest + gbs*priceLambdaGBs + float64(m.invokes)*priceLambdaInvoke +
 		wru*priceWRU + u.Read*priceRRU + float64(sqsReq)*priceSQSRequest + float64(secrets)*priceSecretsCall + float64(m.logBytes)*priceLogsGB +
-		float64(s3Writes)*priceS3Write + float64(s3Reads)*priceS3Read + s3Stored
+		float64(s3Writes)*priceS3Write + float64(s3Reads)*priceS3Read + s3Stored + float64(m.ebEvents)*priceEBEvent
 
 	// The floor, per delivery.
 	floorWRU, floorSQS := storedUnits, 0.0
@@ -432,6 +453,11 @@ func report(out io.Writer, p path, m *meter, n int, storedUnits float64, objectD
 	if p.large {
 		// The object put once, read once, stored as long as the item may be.
 		floor += priceS3Write + priceS3Read + per(s3Stored)
+	}
+	if p.forwarded {
+		// The entry put once (in the transaction, the row is among the
+		// effects above).
+		floor += per(float64(m.ebEvents)) * priceEBEvent
 	}
 	perM := func(v float64) float64 { return v * 1e6 }
 	fmt.Fprintf(out, "%-40s %9.2f %9.2f %6.2fx %7.2f %6.2f %6.2f %8.2f %8.0f\n    %s\n",

@@ -22,7 +22,7 @@ func TestCost(t *testing.T) {
 		t.Fatal(err)
 	}
 	rows := regexp.MustCompile(`(?m)^(\S.{39}) +([0-9.]+) +([0-9.]+) +([0-9.]+)x`).FindAllStringSubmatch(out.String(), -1)
-	if len(rows) != 6 {
+	if len(rows) != 7 {
 		t.Fatalf("%d paths in:\n%s", len(rows), out.String())
 	}
 	for _, r := range rows {

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"maps"
 	"net"
 	"net/http"
 	"os"
@@ -208,7 +209,20 @@ func TestBootstrapsUnderRIE(t *testing.T) {
 	}
 
 	ingest := startFunction(t, rie, buildBootstrap(t, "ingest"), env)
-	processor := startFunction(t, rie, buildBootstrap(t, "processor"), env)
+	// The processor forwards as events/env/processor-forward.json (sam
+	// local invoke's --env-vars) says, not as the stack's own settings.
+	processorEnv := maps.Clone(env)
+	delete(processorEnv, "FORWARD")
+	delete(processorEnv, "FORWARD_BUS")
+	var envVars map[string]map[string]string
+	if err := json.Unmarshal(mustRead(t, filepath.Join("events", "env", "processor-forward.json")), &envVars); err != nil {
+		t.Fatal(err)
+	}
+	if len(envVars["ProcessorFunction"]) == 0 {
+		t.Fatal("events/env/processor-forward.json: no ProcessorFunction settings")
+	}
+	maps.Copy(processorEnv, envVars["ProcessorFunction"])
+	processor := startFunction(t, rie, buildBootstrap(t, "processor"), processorEnv)
 	replayFn := startFunction(t, rie, buildBootstrap(t, "replay"), env)
 
 	t.Run("ingest", func(t *testing.T) {
@@ -279,6 +293,11 @@ func TestBootstrapsUnderRIE(t *testing.T) {
 		}
 		if n := e.effects(t); n != 1 {
 			t.Errorf("effect records: got %d, want 1", n)
+		}
+		// Forwarded once, through both invocations, to the bus the
+		// env-vars file names.
+		if got := forwardedKeys(t, e); len(got[key.String()]) != 1 || len(got) != 1 {
+			t.Errorf("forwarded: %v, want %s once", got, key)
 		}
 	})
 

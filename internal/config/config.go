@@ -76,6 +76,12 @@ const (
 	// PutEvents answers in tens of milliseconds; a call this slow is
 	// unknown (or put again, for a route that retries unknowns).
 	DefaultForwardTimeoutSeconds = 5
+	// A forwarding row is started only with time for its whole call
+	// before the processor's work ends (its 30 s timeout less a 5 s
+	// margin), so a longer call would never start in any invocation and
+	// its row would stay pending for ever: 15 s leaves 10 for a batch's
+	// claims and commits.
+	MaxForwardTimeoutSeconds = 15
 	// A day: Stripe keeps a rolled secret valid for up to 24 hours,
 	// Shopify for one.
 	DefaultPreviousSecretWindowSeconds = 86400
@@ -117,7 +123,7 @@ func Load(getenv func(string) string, need Need) (Config, error) {
 		c.Forward = routes
 	}
 	if need.Forward {
-		c.ForwardTimeout = time.Duration(intVar(getenv, "FORWARD_TIMEOUT_SECONDS", DefaultForwardTimeoutSeconds, 1, 60, &errs)) * time.Second
+		c.ForwardTimeout = time.Duration(intVar(getenv, "FORWARD_TIMEOUT_SECONDS", DefaultForwardTimeoutSeconds, 1, MaxForwardTimeoutSeconds, &errs)) * time.Second
 	}
 	c.MaxBodyBytes = intVar(getenv, "MAX_BODY_BYTES", DefaultMaxBodyBytes, 1, MaxMaxBodyBytes, &errs)
 	days := intVar(getenv, "PAYLOAD_RETENTION_DAYS", DefaultPayloadRetentionDays, 1, 3650, &errs)

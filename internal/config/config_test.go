@@ -296,6 +296,13 @@ func TestLoadForward(t *testing.T) {
 	// Refused at start-up, naming the entry, with every other problem.
 	_, err := Load(env(map[string]string{"FORWARD": `[{"source":"stripe"},{"source":"github"}]`, "FORWARD_TIMEOUT_SECONDS": "0"}), need)
 	wantErrMentions(t, err, `FORWARD entry 1 (source "github"): no such source`, "FORWARD_TIMEOUT_SECONDS")
+	// A call longer than the processor's work leaves time for would
+	// never start.
+	_, err = Load(env(map[string]string{"FORWARD": `[{"source":"stripe"}]`, "FORWARD_TIMEOUT_SECONDS": "16"}), need)
+	wantErrMentions(t, err, "FORWARD_TIMEOUT_SECONDS")
+	if c := mustLoad(t, env(map[string]string{"FORWARD": `[{"source":"stripe"}]`, "FORWARD_TIMEOUT_SECONDS": "15"}), need); c.ForwardTimeout != 15*time.Second {
+		t.Errorf("timeout %s, want 15s", c.ForwardTimeout)
+	}
 	// Not read unless needed.
 	mustLoad(t, env(map[string]string{"FORWARD": "not json"}), Need{Sources: true})
 }
