@@ -10,6 +10,7 @@ import (
 	"github.com/aws/aws-lambda-go/lambda"
 
 	"github.com/webhook-inbox/webhook-inbox/internal/app"
+	"github.com/webhook-inbox/webhook-inbox/internal/app/ingestfn"
 )
 
 func main() {
@@ -17,7 +18,7 @@ func main() {
 	if err != nil {
 		fail(err)
 	}
-	h, err := app.Ingest(cfg, aws, log)
+	h, err := ingestfn.New(cfg, aws, log)
 	if err != nil {
 		fail(err)
 	}

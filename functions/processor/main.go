@@ -10,6 +10,7 @@ import (
 	"github.com/aws/aws-lambda-go/lambda"
 
 	"github.com/webhook-inbox/webhook-inbox/internal/app"
+	"github.com/webhook-inbox/webhook-inbox/internal/app/processorfn"
 )
 
 func main() {
@@ -17,7 +18,7 @@ func main() {
 	if err != nil {
 		fail(err)
 	}
-	p, err := app.Processor(cfg, aws, log)
+	p, err := processorfn.New(cfg, aws, log)
 	if err != nil {
 		fail(err)
 	}

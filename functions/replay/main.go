@@ -13,6 +13,7 @@ import (
 	"github.com/aws/aws-lambda-go/lambda"
 
 	"github.com/webhook-inbox/webhook-inbox/internal/app"
+	"github.com/webhook-inbox/webhook-inbox/internal/app/replayfn"
 	"github.com/webhook-inbox/webhook-inbox/internal/replay"
 )
 
@@ -21,7 +22,7 @@ func main() {
 	if err != nil {
 		fail(err)
 	}
-	r := app.Replay(cfg, aws, log)
+	r := replayfn.New(cfg, aws, log)
 	// The payload is decoded strictly: a misspelt "dry_run" is an error, not
 	// a silent dry run.
 	lambda.Start(func(ctx context.Context, payload json.RawMessage) (replay.Summary, error) {

@@ -20,6 +20,9 @@ import (
 
 	"github.com/webhook-inbox/webhook-inbox/infra/local/template"
 	"github.com/webhook-inbox/webhook-inbox/internal/app"
+	"github.com/webhook-inbox/webhook-inbox/internal/app/ingestfn"
+	"github.com/webhook-inbox/webhook-inbox/internal/app/processorfn"
+	"github.com/webhook-inbox/webhook-inbox/internal/app/replayfn"
 	"github.com/webhook-inbox/webhook-inbox/internal/config"
 	"github.com/webhook-inbox/webhook-inbox/internal/ingest"
 	"github.com/webhook-inbox/webhook-inbox/internal/processor"
@@ -277,18 +280,18 @@ func Setup(ctx context.Context, cfg aws.Config, templatePath string, sources Sou
 	var errs []error
 	if c, err := config.Load(getenv, app.IngestNeeds); err != nil {
 		errs = append(errs, err)
-	} else if s.Ingest, err = app.Ingest(c, cfg, log.With("function", "ingest")); err != nil {
+	} else if s.Ingest, err = ingestfn.New(c, cfg, log.With("function", "ingest")); err != nil {
 		errs = append(errs, err)
 	}
 	if c, err := config.Load(getenv, app.ProcessorNeeds); err != nil {
 		errs = append(errs, err)
-	} else if s.Processor, err = app.Processor(c, cfg, log.With("function", "processor")); err != nil {
+	} else if s.Processor, err = processorfn.New(c, cfg, log.With("function", "processor")); err != nil {
 		errs = append(errs, err)
 	}
 	if c, err := config.Load(getenv, app.ReplayNeeds); err != nil {
 		errs = append(errs, err)
 	} else {
-		s.Replay = app.Replay(c, cfg, log.With("function", "replay"))
+		s.Replay = replayfn.New(c, cfg, log.With("function", "replay"))
 	}
 	if err := errors.Join(errs...); err != nil {
 		return nil, err

@@ -19,6 +19,7 @@ import (
 
 	"github.com/webhook-inbox/webhook-inbox/infra/local"
 	"github.com/webhook-inbox/webhook-inbox/internal/app"
+	"github.com/webhook-inbox/webhook-inbox/internal/app/processorfn"
 )
 
 // workerEnv, set in a process's environment, makes it a worker: the
@@ -48,7 +49,7 @@ func runWorker(spec string) error {
 	if err != nil {
 		return err
 	}
-	p, err := app.Processor(cfg, awsCfg, log)
+	p, err := processorfn.New(cfg, awsCfg, log)
 	if err != nil {
 		return err
 	}

@@ -1,0 +1,36 @@
+// Package ingestfn wires the ingest function's handler from its validated
+// configuration and AWS clients. The Lambda main and the local stack both
+// build it here, so they cannot wire it differently; it is a package of its
+// own so that the other functions' bootstraps do not link its clients
+// (Secrets Manager).
+package ingestfn
+
+import (
+	"log/slog"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+
+	"github.com/webhook-inbox/webhook-inbox/internal/app"
+	"github.com/webhook-inbox/webhook-inbox/internal/config"
+	"github.com/webhook-inbox/webhook-inbox/internal/ingest"
+	"github.com/webhook-inbox/webhook-inbox/internal/obs"
+	"github.com/webhook-inbox/webhook-inbox/internal/queue"
+	"github.com/webhook-inbox/webhook-inbox/internal/secrets"
+)
+
+// New builds the ingest handler (configuration loaded with
+// app.IngestNeeds).
+func New(cfg config.Config, awsCfg aws.Config, log *slog.Logger) (*ingest.Handler, error) {
+	return ingest.New(ingest.Config{
+		Sources:          cfg.Sources,
+		Secrets:          secrets.NewStore(secretsmanager.NewFromConfig(awsCfg), app.SecretsTTL).WithRotationWindow(cfg.PreviousSecretWindow),
+		IsSecretNotFound: secrets.IsNotFound,
+		Store:            app.Store(cfg, awsCfg),
+		Queue:            queue.New(sqs.NewFromConfig(awsCfg), cfg.QueueURL),
+		MaxBodyBytes:     cfg.MaxBodyBytes,
+		Logger:           log,
+		Metrics:          obs.Metrics{Namespace: cfg.MetricsNamespace},
+	})
+}
