@@ -17,6 +17,7 @@ import (
 
 	"github.com/webhook-inbox/webhook-inbox/infra/local"
 	"github.com/webhook-inbox/webhook-inbox/internal/effects"
+	"github.com/webhook-inbox/webhook-inbox/internal/eventbus"
 	"github.com/webhook-inbox/webhook-inbox/internal/forward"
 	"github.com/webhook-inbox/webhook-inbox/internal/inbox"
 	"github.com/webhook-inbox/webhook-inbox/internal/outbox"
@@ -209,7 +210,7 @@ func TestForwardedInBatches(t *testing.T) {
 	}
 	d, err := outbox.New(outbox.Config{
 		Store: e.store, Targets: targets, Events: e.store,
-		EventBridge: eventbridge.NewFromConfig(e.awsConfig), Logger: slog.New(slog.DiscardHandler),
+		Bus: eventbus.New(eventbridge.NewFromConfig(e.awsConfig)), Logger: slog.New(slog.DiscardHandler),
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -3,14 +3,9 @@ package outbox
 import (
 	"context"
 	"fmt"
-	"net/http/httptrace"
 	"sync"
 	"sync/atomic"
 	"time"
-
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/eventbridge"
-	"github.com/aws/aws-sdk-go-v2/service/eventbridge/types"
 
 	"github.com/webhook-inbox/webhook-inbox/internal/forward"
 )
@@ -37,9 +32,9 @@ const MaxBatchEntries = 10
 // row's lease can outlast the whole request (an entry whose deadline would
 // not is answered "not sent", failed, and tried again after its backoff),
 // each entry's outcome is read from its own place in the answer, and a
-// request is never retried by the SDK.
+// request is never retried (Bus).
 type batcher struct {
-	api PutEventsAPI
+	bus Bus
 	// now is the deliverer's clock, on which leases are; callers'
 	// deadlines are on the wall clock.
 	now func() time.Time
@@ -59,7 +54,7 @@ type batcher struct {
 
 // putRequest is one row's entry waiting for its outcome.
 type putRequest struct {
-	entry  types.PutEventsRequestEntry
+	entry  BusEntry
 	size   int
 	target Target
 	// ctx is the delivering caller's: its values reach the request, and
@@ -126,7 +121,7 @@ func (t *ticket) useLocked() {
 // request and returns its outcome, once the request that carried it has
 // ended (or it was not sent), and how many entries that request carried
 // (0: not sent).
-func (b *batcher) put(ctx context.Context, tk *ticket, t Target, entry types.PutEventsRequestEntry, size int, leaseEnd time.Time) (Result, int) {
+func (b *batcher) put(ctx context.Context, tk *ticket, t Target, entry BusEntry, size int, leaseEnd time.Time) (Result, int) {
 	req := &putRequest{entry: entry, size: size, target: t, ctx: ctx, leaseEnd: leaseEnd, queued: time.Now(), done: make(chan putOutcome, 1)}
 	b.mu.Lock()
 	if tk != nil {
@@ -224,7 +219,7 @@ func (b *batcher) send(batch []*putRequest) {
 	if len(reqs) == 0 {
 		return
 	}
-	entries := make([]types.PutEventsRequestEntry, len(reqs))
+	entries := make([]BusEntry, len(reqs))
 	for i, r := range reqs {
 		entries[i] = r.entry
 	}
@@ -233,29 +228,17 @@ func (b *batcher) send(batch []*putRequest) {
 	// the others' entries too.
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(reqs[0].ctx), timeout)
 	defer cancel()
-	var wrote atomic.Bool
-	ctx = httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{
-		WroteRequest: func(info httptrace.WroteRequestInfo) {
-			if info.Err == nil {
-				wrote.Store(true)
-			}
-		},
-	})
 	b.requests.Add(1)
-	out, err := b.api.PutEvents(ctx, &eventbridge.PutEventsInput{Entries: entries},
-		func(o *eventbridge.Options) { o.Retryer = aws.NopRetryer{} })
-	if err == nil && len(out.Entries) != len(reqs) {
-		for _, r := range reqs {
-			r.done <- putOutcome{unknownPut(r.target, fmt.Sprintf("PutEvents answered %d entries for %d", len(out.Entries), len(reqs))), len(reqs)}
-		}
-		return
+	outcomes, err := b.bus.PutEntries(ctx, entries)
+	if err == nil && len(outcomes) != len(reqs) {
+		err = &PutError{Failure: PutUnknown, Err: fmt.Errorf("answered %d entries for %d", len(outcomes), len(reqs))}
 	}
 	for i, r := range reqs {
 		if err != nil {
-			r.done <- putOutcome{requestOutcome(r.target, err, wrote.Load()), len(reqs)}
+			r.done <- putOutcome{requestOutcome(r.target, err), len(reqs)}
 			continue
 		}
-		r.done <- putOutcome{entryOutcome(out.Entries[i]), len(reqs)}
+		r.done <- putOutcome{entryOutcome(outcomes[i]), len(reqs)}
 	}
 }
 

@@ -6,17 +6,13 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
-
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/eventbridge"
-	"github.com/aws/aws-sdk-go-v2/service/eventbridge/types"
 )
 
-// putEventsFunc is a PutEventsAPI of one func field.
-type putEventsFunc func(context.Context, *eventbridge.PutEventsInput) (*eventbridge.PutEventsOutput, error)
+// busFunc is a Bus of one func field.
+type busFunc func(context.Context, []BusEntry) ([]BusOutcome, error)
 
-func (f putEventsFunc) PutEvents(ctx context.Context, in *eventbridge.PutEventsInput, _ ...func(*eventbridge.Options)) (*eventbridge.PutEventsOutput, error) {
-	return f(ctx, in)
+func (f busFunc) PutEntries(ctx context.Context, entries []BusEntry) ([]BusOutcome, error) {
+	return f(ctx, entries)
 }
 
 // TestBatcherNeedsTime: an entry is put only if the request, bounded by
@@ -25,15 +21,15 @@ func (f putEventsFunc) PutEvents(ctx context.Context, in *eventbridge.PutEventsI
 func TestBatcherNeedsTime(t *testing.T) {
 	now := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
 	var calls atomic.Int32
-	b := &batcher{now: func() time.Time { return now }, api: putEventsFunc(func(_ context.Context, in *eventbridge.PutEventsInput) (*eventbridge.PutEventsOutput, error) {
+	b := &batcher{now: func() time.Time { return now }, bus: busFunc(func(_ context.Context, entries []BusEntry) ([]BusOutcome, error) {
 		calls.Add(1)
-		out := &eventbridge.PutEventsOutput{}
-		for range in.Entries {
-			out.Entries = append(out.Entries, types.PutEventsResultEntry{EventId: aws.String("id")})
+		out := make([]BusOutcome, len(entries))
+		for i := range out {
+			out[i].EventID = "id"
 		}
 		return out, nil
 	})}
-	entry := types.PutEventsRequestEntry{Source: aws.String("webhook-inbox.stripe")}
+	entry := BusEntry{Source: "webhook-inbox.stripe"}
 	target := Target{Timeout: 5 * time.Second}
 	short, cancel := context.WithTimeout(context.Background(), time.Second)
 	defer cancel()

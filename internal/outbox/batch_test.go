@@ -72,7 +72,7 @@ func fanOut(tb testing.TB, url string, timeout time.Duration, routes forward.Rou
 	store := newMemStore(rows...)
 	d, err := outbox.New(outbox.Config{
 		Store: store, Targets: targets,
-		EventBridge: eventBridgeClient(url), Events: stored,
+		Bus: eventBridgeClient(url), Events: stored,
 		MaxAttempts: 3, Logger: slog.New(slog.DiscardHandler),
 		Now: func() time.Time { return t0 }, Rand: func() float64 { return 0.5 },
 	})

@@ -7,36 +7,15 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/eventbridge"
-	"github.com/aws/aws-sdk-go-v2/service/eventbridge/types"
-	smithyhttp "github.com/aws/smithy-go/transport/http"
-
-	"github.com/webhook-inbox/webhook-inbox/internal/awserr"
 	"github.com/webhook-inbox/webhook-inbox/internal/forward"
 	"github.com/webhook-inbox/webhook-inbox/internal/inbox"
 )
-
-// PutEventsAPI is the part of the EventBridge client the outbox needs.
-type PutEventsAPI interface {
-	PutEvents(ctx context.Context, in *eventbridge.PutEventsInput, optFns ...func(*eventbridge.Options)) (*eventbridge.PutEventsOutput, error)
-}
-
-var _ PutEventsAPI = (*eventbridge.Client)(nil)
 
 // Events reads the stored events whose payloads forwarding rows carry to
 // EventBridge (the store: claimcheck.Store).
 type Events interface {
 	Get(ctx context.Context, k inbox.Key, now time.Time) (inbox.Event, error)
 	Payload(ctx context.Context, ev inbox.Event) ([]byte, error)
-}
-
-// permanentEntryCodes are the per-entry PutEvents errors that putting the
-// same entry again cannot cure.
-var permanentEntryCodes = map[string]bool{
-	"MalformedDetail":     true,
-	"InvalidArgument":     true,
-	"MalformedDetailType": true,
 }
 
 // put delivers a forwarding row (effects.ActionEventBridge): the entry
@@ -97,51 +76,38 @@ func (d *Deliverer) put(ctx context.Context, tk *ticket, t Target, r Row, leaseE
 	if err != nil {
 		return Result{State: Rejected, Cause: err.Error()}, 0
 	}
-	entry := types.PutEventsRequestEntry{
-		EventBusName: aws.String(fr.Bus), Source: aws.String(fr.Source), DetailType: aws.String(fr.DetailType),
-		Detail: aws.String(string(detail)), Time: aws.Time(at),
-	}
+	entry := BusEntry{Bus: fr.Bus, Source: fr.Source, DetailType: fr.DetailType, Detail: string(detail), Time: at}
 	return d.batcher.put(ctx, tk, t, entry, forward.Size(fr, detail), leaseEnd)
 }
 
 // entryOutcome is what an entry's place in a PutEvents answer makes of
 // its row.
-func entryOutcome(e types.PutEventsResultEntry) Result {
-	if e.ErrorCode == nil && e.EventId != nil {
+func entryOutcome(o BusOutcome) Result {
+	switch {
+	case o.EventID != "":
 		return Result{State: Delivered, DeliveredTo: "eventbridge"}
+	case o.Permanent:
+		return Result{State: Rejected, Cause: "EventBridge refused the entry: " + o.Error}
 	}
-	code := aws.ToString(e.ErrorCode)
-	cause := fmt.Sprintf("EventBridge refused the entry: %s: %s", code, aws.ToString(e.ErrorMessage))
-	if permanentEntryCodes[code] {
-		return Result{State: Rejected, Cause: cause}
-	}
-	return Result{State: Failed, Cause: cause}
+	return Result{State: Failed, Cause: "EventBridge refused the entry: " + o.Error}
 }
 
 // requestOutcome is what a PutEvents request that failed whole makes of
-// each row it carried, for the row's target; wrote says whether the
-// request was written whole.
-func requestOutcome(t Target, err error, wrote bool) Result {
-	// The SDK wraps a call with no answer (a timeout) in a ResponseError
-	// too, of status 0.
-	var resp *smithyhttp.ResponseError
-	status := 0
-	if errors.As(err, &resp) {
-		status = resp.HTTPStatusCode()
+// each row it carried, for the row's target.
+func requestOutcome(t Target, err error) Result {
+	var pe *PutError
+	if !errors.As(err, &pe) {
+		return unknownPut(t, "PutEvents: "+err.Error())
 	}
-	switch {
-	case status >= 400 && status < 500:
-		if awserr.Permanent(err) {
-			return Result{State: Rejected, StatusCode: status, Cause: "PutEvents: " + err.Error()}
-		}
-		return Result{State: Failed, StatusCode: status, Cause: "PutEvents: " + err.Error()}
-	case status == 0 && awserr.Permanent(err):
-		// Refused by the SDK before sending.
-		return Result{State: Rejected, Cause: "PutEvents: " + err.Error()}
-	case status == 0 && !wrote:
-		return Result{State: Failed, Cause: "PutEvents not sent: " + err.Error()}
+	switch pe.Failure {
+	case PutRefused:
+		return Result{State: Failed, StatusCode: pe.StatusCode, Cause: pe.Error()}
+	case PutInvalid:
+		return Result{State: Rejected, StatusCode: pe.StatusCode, Cause: pe.Error()}
+	case PutNotSent:
+		return Result{State: Failed, Cause: "PutEvents not sent: " + pe.Err.Error()}
 	}
-	return unknownPut(t, "PutEvents: "+err.Error())
+	return unknownPut(t, pe.Error())
 }
 
 // unknownPut is the result of a put that may have reached EventBridge.

@@ -17,6 +17,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/eventbridge"
 
 	"github.com/webhook-inbox/webhook-inbox/internal/effects"
+	"github.com/webhook-inbox/webhook-inbox/internal/eventbus"
 	"github.com/webhook-inbox/webhook-inbox/internal/forward"
 	"github.com/webhook-inbox/webhook-inbox/internal/inbox"
 	"github.com/webhook-inbox/webhook-inbox/internal/outbox"
@@ -122,11 +123,13 @@ func apiError(status int, typ string) func(http.ResponseWriter, int) {
 	}
 }
 
-func eventBridgeClient(url string) *eventbridge.Client {
-	return eventbridge.NewFromConfig(aws.Config{
+// eventBridgeClient is the EventBridge adapter over the real SDK client,
+// talking to url.
+func eventBridgeClient(url string) *eventbus.Client {
+	return eventbus.New(eventbridge.NewFromConfig(aws.Config{
 		Region: "us-east-1", BaseEndpoint: aws.String(url),
 		Credentials: credentials.NewStaticCredentialsProvider("test", "test", ""),
-	})
+	}))
 }
 
 var forwarded = inbox.Event{
@@ -148,9 +151,9 @@ func forwardRow(tb testing.TB) outbox.Row {
 func newForwarder(tb testing.TB, store outbox.Store, url string, retryUnknown bool, events outbox.Events) *outbox.Deliverer {
 	tb.Helper()
 	d, err := outbox.New(outbox.Config{
-		Store:       store,
-		Targets:     map[string]outbox.Target{forward.TargetOf(forward.Route{Source: "stripe", Bus: "inbox"}): {RetryUnknown: retryUnknown, Timeout: 300 * time.Millisecond}},
-		EventBridge: eventBridgeClient(url), Events: events,
+		Store:   store,
+		Targets: map[string]outbox.Target{forward.TargetOf(forward.Route{Source: "stripe", Bus: "inbox"}): {RetryUnknown: retryUnknown, Timeout: 300 * time.Millisecond}},
+		Bus:     eventBridgeClient(url), Events: events,
 		MaxAttempts: 3, RetryBase: 30 * time.Second, RetryCap: time.Hour,
 		Logger: slog.New(slog.DiscardHandler),
 		Now:    func() time.Time { return t0 },
@@ -278,9 +281,9 @@ func TestForwardRetriedUntilDelivered(t *testing.T) {
 	store := newMemStore(r)
 	now := t0
 	d, err := outbox.New(outbox.Config{
-		Store:       store,
-		Targets:     map[string]outbox.Target{forward.TargetOf(forward.Route{Source: "stripe", Bus: "inbox"}): {RetryUnknown: true}},
-		EventBridge: eventBridgeClient(srv.URL), Events: memEvents{evKey: forwarded},
+		Store:   store,
+		Targets: map[string]outbox.Target{forward.TargetOf(forward.Route{Source: "stripe", Bus: "inbox"}): {RetryUnknown: true}},
+		Bus:     eventBridgeClient(srv.URL), Events: memEvents{evKey: forwarded},
 		MaxAttempts: 5, Logger: slog.New(slog.DiscardHandler),
 		Now: func() time.Time { return now }, Rand: func() float64 { return 0.5 },
 	})

@@ -83,10 +83,11 @@ const finishTimeout = 3 * time.Second
 type Config struct {
 	Store   Store
 	Targets map[string]Target
-	// EventBridge puts forwarding rows' entries, with their Detail built
-	// from the payloads Events reads; both are needed only for such rows.
-	EventBridge PutEventsAPI
-	Events      Events
+	// Bus puts forwarding rows' entries (package eventbus), with their
+	// Detail built from the payloads Events reads; both are needed only
+	// for such rows.
+	Bus    Bus
+	Events Events
 	// Client makes the calls; nil means one that never follows redirects.
 	// Its CheckRedirect is replaced: a redirect is the receiver's answer,
 	// not an invitation to send the row elsewhere.
@@ -168,8 +169,8 @@ func New(cfg Config) (*Deliverer, error) {
 		cfg.Rand = mrand.Float64
 	}
 	d := &Deliverer{cfg: cfg}
-	if cfg.EventBridge != nil {
-		d.batcher = &batcher{api: cfg.EventBridge, now: cfg.Now}
+	if cfg.Bus != nil {
+		d.batcher = &batcher{bus: cfg.Bus, now: cfg.Now}
 	}
 	return d, nil
 }

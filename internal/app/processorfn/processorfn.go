@@ -15,6 +15,7 @@ import (
 
 	"github.com/webhook-inbox/webhook-inbox/internal/app"
 	"github.com/webhook-inbox/webhook-inbox/internal/config"
+	"github.com/webhook-inbox/webhook-inbox/internal/eventbus"
 	"github.com/webhook-inbox/webhook-inbox/internal/examples"
 	"github.com/webhook-inbox/webhook-inbox/internal/forward"
 	"github.com/webhook-inbox/webhook-inbox/internal/obs"
@@ -31,22 +32,22 @@ func New(cfg config.Config, awsCfg aws.Config, log *slog.Logger) (*processor.Pro
 	targets := map[string]outbox.Target{
 		examples.ReceiptTarget: {URL: cfg.ReceiptWebhookURL, RetryUnknown: cfg.ReceiptRetryUnknown},
 	}
-	var bus outbox.PutEventsAPI
+	var bus outbox.Bus
 	if len(cfg.Forward) > 0 {
-		bus = eventbridge.NewFromConfig(awsCfg)
+		bus = eventbus.New(eventbridge.NewFromConfig(awsCfg))
 		for _, r := range cfg.Forward {
 			targets[forward.TargetOf(r)] = outbox.Target{RetryUnknown: r.RetryUnknown, Timeout: cfg.ForwardTimeout}
 		}
 	}
 	deliverer, err := outbox.New(outbox.Config{
-		Store:       store,
-		Targets:     targets,
-		EventBridge: bus,
-		Events:      store,
-		RetryBase:   cfg.RetryBase,
-		RetryCap:    cfg.RetryCap,
-		Logger:      log,
-		Metrics:     obs.Metrics{Namespace: cfg.MetricsNamespace},
+		Store:     store,
+		Targets:   targets,
+		Bus:       bus,
+		Events:    store,
+		RetryBase: cfg.RetryBase,
+		RetryCap:  cfg.RetryCap,
+		Logger:    log,
+		Metrics:   obs.Metrics{Namespace: cfg.MetricsNamespace},
 	})
 	if err != nil {
 		return nil, err
