@@ -2,6 +2,7 @@ package outbox
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"sync/atomic"
@@ -15,41 +16,71 @@ import (
 const MaxBatchEntries = 10
 
 // batcher gathers the entries that several deliveries have ready at once
-// — the rows of one event's routes, the rows of the other events of an
-// SQS batch — into PutEvents requests of up to MaxBatchEntries entries
-// and forward.MaxEntryBytes in all (EventBridge's bound on a whole
-// request, as it sizes entries).
+// — the rows of the events of one SQS batch — into PutEvents requests of
+// up to MaxBatchEntries entries and forward.MaxEntryBytes in all
+// (EventBridge's bound on a whole request, as it sizes entries).
 //
-// A request starts when no other is in flight and no entry is on its way
-// (a row being claimed, or its entry built: a ticket), or as soon as a
-// full batch is waiting; entries that arrive while one is in flight go
-// together in the next. An entry on its way holds the others back for at
-// most maxLinger. So an entry waits for at most maxLinger and one request
-// in flight before its own starts, and the row's lease covers that wait
-// (see Deliverer.rowLease).
+// A request carries entries for one bus only (a lane): a request refused
+// whole for its bus — a missing bus, a denied permission — then never
+// decides the rows of another bus, nor of another route's bus. (moto
+// refuses a request whole for a missing bus after delivering the entries
+// before it: with one bus a request, there are none.) Rows of one event
+// are on different buses, one route per source and bus.
 //
-// What it keeps of the outbox's invariant: an entry is put only while its
-// row's lease can outlast the whole request (an entry whose deadline would
-// not is answered "not sent", failed, and tried again after its backoff),
-// each entry's outcome is read from its own place in the answer, and a
-// request is never retried (Bus).
+// In a lane, a request starts when no other is in flight and no entry is
+// on its way (a row being claimed, or its entry built: a ticket), or as
+// soon as a full batch is waiting; entries that arrive while one is in
+// flight go together in the next. An entry on its way holds the others
+// back for at most maxLinger.
+//
+// What it keeps of the outbox's invariant:
+//   - an entry is put only if its request, bounded by the entry's
+//     timeout, ends with time left in the row's lease to record the
+//     outcome (finishTimeout), and before its caller's deadline: an entry
+//     that waited too long is answered "not sent" and its row is failed,
+//     tried again after its backoff (see Deliverer.rowLease for the wait
+//     the lease covers);
+//   - each entry's outcome is read from its own place in the answer; a
+//     request that fails whole decides each row by the row's own target;
+//     a request of several entries refused as invalid (nothing was put)
+//     is made again one entry at a time, so that only an entry invalid in
+//     itself is rejected;
+//   - a request is never retried by the Bus; every entry is answered once.
 type batcher struct {
 	bus Bus
 	// now is the deliverer's clock, on which leases are; callers'
 	// deadlines are on the wall clock.
 	now func() time.Time
+	// linger bounds how long entries on their way hold back a request
+	// that could start (maxLinger).
+	linger time.Duration
 
 	mu sync.Mutex
-	// queue holds the entries not yet taken into a request, oldest first.
-	queue []*putRequest
-	// inFlight counts the requests under way; coming the tickets out
-	// (entries on their way).
-	inFlight, coming int
+	// lanes holds each bus's entries.
+	lanes map[string]*lane
+	// coming counts the tickets out (entries on their way).
+	coming int
 	// lingering is set while a timer will start the waiting entries
 	// whatever is on its way.
 	lingering bool
 	// requests counts the PutEvents requests made, for tests and logs.
 	requests atomic.Int64
+}
+
+// lane is one bus's entries.
+type lane struct {
+	// queue holds the entries not yet taken into a request, oldest first.
+	queue []*putRequest
+	// inFlight counts the requests under way.
+	inFlight int
+}
+
+// maxLinger bounds how long entries on their way hold back a request that
+// could start.
+const maxLinger = 25 * time.Millisecond
+
+func newBatcher(bus Bus, now func() time.Time) *batcher {
+	return &batcher{bus: bus, now: now, linger: maxLinger, lanes: map[string]*lane{}}
 }
 
 // putRequest is one row's entry waiting for its outcome.
@@ -59,7 +90,7 @@ type putRequest struct {
 	target Target
 	// ctx is the delivering caller's: its values reach the request, and
 	// its deadline (wall clock) and the row's lease end (the deliverer's
-	// clock) are the latest the request may end.
+	// clock) bound the request.
 	ctx      context.Context
 	leaseEnd time.Time
 	queued   time.Time
@@ -67,15 +98,11 @@ type putRequest struct {
 }
 
 // putOutcome is an entry's outcome and the size of the request that
-// carried it.
+// carried it (0: none did).
 type putOutcome struct {
 	Result
 	entries int
 }
-
-// maxLinger bounds how long entries on their way hold back a request that
-// could start.
-const maxLinger = 25 * time.Millisecond
 
 // ticket is an entry on its way: a row being claimed that may be a
 // forwarding row, or a forwarding row whose entry is being built. It is
@@ -117,49 +144,60 @@ func (t *ticket) useLocked() {
 	}
 }
 
-// put adds the entry, on its way under tk (nil for none), to the next
-// request and returns its outcome, once the request that carried it has
-// ended (or it was not sent), and how many entries that request carried
-// (0: not sent).
+// put adds the entry, on its way under tk (nil for none), to its bus's
+// next request and returns its outcome, once the request that carried it
+// has ended (or it was not sent), and how many entries that request
+// carried (0: not sent).
 func (b *batcher) put(ctx context.Context, tk *ticket, t Target, entry BusEntry, size int, leaseEnd time.Time) (Result, int) {
 	req := &putRequest{entry: entry, size: size, target: t, ctx: ctx, leaseEnd: leaseEnd, queued: time.Now(), done: make(chan putOutcome, 1)}
 	b.mu.Lock()
 	if tk != nil {
 		tk.useLocked()
 	}
-	b.queue = append(b.queue, req)
+	l := b.lanes[entry.Bus]
+	if l == nil {
+		l = &lane{}
+		b.lanes[entry.Bus] = l
+	}
+	l.queue = append(l.queue, req)
 	b.start()
 	b.mu.Unlock()
 	out := <-req.done
 	return out.Result, out.entries
 }
 
-// start, with mu held, starts a request for the waiting entries while
-// none is in flight and none is on its way (or the oldest has waited
-// maxLinger), and one more for every full batch waiting.
+// start, with mu held, starts a request in each lane whose waiting
+// entries should go: while none is in flight and none is on its way (or
+// the oldest has waited the linger), and one more for every full batch
+// waiting. A lane left with nothing is removed.
 func (b *batcher) start() {
-	for len(b.queue) > 0 && (b.full() || b.inFlight == 0 && b.ready()) {
-		n, total := 0, 0
-		for n < len(b.queue) && n < MaxBatchEntries && (n == 0 || total+b.queue[n].size <= forward.MaxEntryBytes) {
-			total += b.queue[n].size
-			n++
+	for bus, l := range b.lanes {
+		for len(l.queue) > 0 && (l.full() || l.inFlight == 0 && b.ready(l)) {
+			n, total := 0, 0
+			for n < len(l.queue) && n < MaxBatchEntries && (n == 0 || total+l.queue[n].size <= forward.MaxEntryBytes) {
+				total += l.queue[n].size
+				n++
+			}
+			batch := make([]*putRequest, n)
+			copy(batch, l.queue)
+			l.queue = l.queue[n:]
+			l.inFlight++
+			go b.send(l, batch)
 		}
-		batch := make([]*putRequest, n)
-		copy(batch, b.queue)
-		b.queue = b.queue[n:]
-		b.inFlight++
-		go b.send(batch)
+		if len(l.queue) == 0 && l.inFlight == 0 {
+			delete(b.lanes, bus)
+		}
 	}
 }
 
-// ready reports, with mu held, whether the waiting entries should go
+// ready reports, with mu held, whether l's waiting entries should go
 // without those on their way; if not, it makes sure a timer starts them
-// when the oldest has waited maxLinger.
-func (b *batcher) ready() bool {
+// when the oldest has waited the linger.
+func (b *batcher) ready(l *lane) bool {
 	if b.coming == 0 {
 		return true
 	}
-	wait := maxLinger - time.Since(b.queue[0].queued)
+	wait := b.linger - time.Since(l.queue[0].queued)
 	if wait <= 0 {
 		return true
 	}
@@ -175,70 +213,87 @@ func (b *batcher) ready() bool {
 	return false
 }
 
-// full reports, with mu held, whether the waiting entries make a whole
+// full reports, with mu held, whether l's waiting entries make a whole
 // request: as many as one takes, or more bytes than it takes.
-func (b *batcher) full() bool {
-	if len(b.queue) >= MaxBatchEntries {
+func (l *lane) full() bool {
+	if len(l.queue) >= MaxBatchEntries {
 		return true
 	}
 	total := 0
-	for _, r := range b.queue {
+	for _, r := range l.queue {
 		total += r.size
 	}
 	return total > forward.MaxEntryBytes
 }
 
-// send makes one request of the entries of batch that still have time for
-// it, answers each entry, and starts the next request.
-func (b *batcher) send(batch []*putRequest) {
+// send makes the request of batch, a lane's, and starts the lane's next.
+func (b *batcher) send(l *lane, batch []*putRequest) {
 	defer func() {
 		b.mu.Lock()
-		b.inFlight--
+		// A lane is removed only with nothing waiting and nothing in
+		// flight, so l is still the bus's lane.
+		l.inFlight--
 		b.start()
 		b.mu.Unlock()
 	}()
+	b.request(batch)
+}
+
+// request puts the entries of reqs that still have time for it in one
+// request and answers each.
+func (b *batcher) request(reqs []*putRequest) {
 	now, wall := b.now(), time.Now()
 	// Entries are taken only if the request, bounded by their own
-	// timeout, ends before their deadline; the request is bounded by
-	// the shortest timeout of those taken.
+	// timeout, ends before their deadline and leaves their row the time
+	// to record its outcome; the request is bounded by the shortest
+	// timeout of those taken.
 	var timeout time.Duration
-	reqs := batch[:0]
-	for _, r := range batch {
+	taken := make([]*putRequest, 0, len(reqs))
+	for _, r := range reqs {
 		switch {
 		case r.ctx.Err() != nil:
 			r.done <- putOutcome{Result: Result{State: Failed, Cause: "PutEvents not sent: " + r.ctx.Err().Error()}}
-		case now.Add(r.target.Timeout).After(r.leaseEnd) || pastDeadline(r.ctx, wall.Add(r.target.Timeout)):
+		case now.Add(r.target.Timeout+finishTimeout).After(r.leaseEnd) || pastDeadline(r.ctx, wall.Add(r.target.Timeout)):
 			r.done <- putOutcome{Result: Result{State: Failed, Cause: fmt.Sprintf("PutEvents not sent: no time left for a %s call", r.target.Timeout)}}
 		default:
 			if timeout == 0 || r.target.Timeout < timeout {
 				timeout = r.target.Timeout
 			}
-			reqs = append(reqs, r)
+			taken = append(taken, r)
 		}
 	}
-	if len(reqs) == 0 {
+	if len(taken) == 0 {
 		return
 	}
-	entries := make([]BusEntry, len(reqs))
-	for i, r := range reqs {
+	entries := make([]BusEntry, len(taken))
+	for i, r := range taken {
 		entries[i] = r.entry
 	}
 	// The request outlives no caller's deadline (checked above), but is
 	// not cut short when one caller's context is cancelled: it carries
 	// the others' entries too.
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(reqs[0].ctx), timeout)
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(taken[0].ctx), timeout)
 	defer cancel()
 	b.requests.Add(1)
 	outcomes, err := b.bus.PutEntries(ctx, entries)
-	if err == nil && len(outcomes) != len(reqs) {
-		err = &PutError{Failure: PutUnknown, Err: fmt.Errorf("answered %d entries for %d", len(outcomes), len(reqs))}
+	if err == nil && len(outcomes) != len(taken) {
+		err = &PutError{Failure: PutUnknown, Err: fmt.Errorf("answered %d entries for %d", len(outcomes), len(taken))}
 	}
-	for i, r := range reqs {
+	var pe *PutError
+	if len(taken) > 1 && errors.As(err, &pe) && pe.Failure == PutInvalid {
+		// Nothing was put, and the request may be invalid for one entry
+		// alone: each goes alone, so only that one is rejected.
+		for _, r := range taken {
+			b.request([]*putRequest{r})
+		}
+		return
+	}
+	for i, r := range taken {
 		if err != nil {
-			r.done <- putOutcome{requestOutcome(r.target, err), len(reqs)}
+			r.done <- putOutcome{requestOutcome(r.target, err), len(taken)}
 			continue
 		}
-		r.done <- putOutcome{entryOutcome(outcomes[i]), len(reqs)}
+		r.done <- putOutcome{entryOutcome(outcomes[i]), len(taken)}
 	}
 }
 

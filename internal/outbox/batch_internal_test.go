@@ -3,6 +3,7 @@ package outbox
 import (
 	"context"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -21,14 +22,14 @@ func (f busFunc) PutEntries(ctx context.Context, entries []BusEntry) ([]BusOutco
 func TestBatcherNeedsTime(t *testing.T) {
 	now := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
 	var calls atomic.Int32
-	b := &batcher{now: func() time.Time { return now }, bus: busFunc(func(_ context.Context, entries []BusEntry) ([]BusOutcome, error) {
+	b := newBatcher(busFunc(func(_ context.Context, entries []BusEntry) ([]BusOutcome, error) {
 		calls.Add(1)
 		out := make([]BusOutcome, len(entries))
 		for i := range out {
 			out[i].EventID = "id"
 		}
 		return out, nil
-	})}
+	}), func() time.Time { return now })
 	entry := BusEntry{Source: "webhook-inbox.stripe"}
 	target := Target{Timeout: 5 * time.Second}
 	short, cancel := context.WithTimeout(context.Background(), time.Second)
@@ -41,8 +42,9 @@ func TestBatcherNeedsTime(t *testing.T) {
 		leaseEnd time.Time
 		want     State
 	}{
-		{"time enough", context.Background(), now.Add(6 * time.Second), Delivered},
+		{"time enough", context.Background(), now.Add(5*time.Second + finishTimeout), Delivered},
 		{"lease ends first", context.Background(), now.Add(4 * time.Second), Failed},
+		{"no time left to record the outcome", context.Background(), now.Add(6 * time.Second), Failed},
 		{"caller's deadline first", short, now.Add(time.Minute), Failed},
 		{"caller gone", ended, now.Add(time.Minute), Failed},
 	} {
@@ -61,13 +63,69 @@ func TestBatcherNeedsTime(t *testing.T) {
 	// answers its entries).
 	for end := time.Now().Add(5 * time.Second); ; time.Sleep(time.Millisecond) {
 		b.mu.Lock()
-		coming, inFlight, waiting := b.coming, b.inFlight, len(b.queue)
+		coming, lanes := b.coming, len(b.lanes)
 		b.mu.Unlock()
-		if coming == 0 && inFlight == 0 && waiting == 0 {
+		if coming == 0 && lanes == 0 {
 			break
 		}
 		if time.Now().After(end) {
-			t.Fatalf("left coming %d, in flight %d, waiting %d", coming, inFlight, waiting)
+			t.Fatalf("left coming %d, %d lanes", coming, lanes)
 		}
+	}
+}
+
+// TestBatcherLingerBounded: an entry on its way holds a request back for
+// the linger only: a ticket never used nor dropped (a row whose claim
+// hangs) does not stop the others' request.
+func TestBatcherLingerBounded(t *testing.T) {
+	put := make(chan int, 1)
+	b := newBatcher(busFunc(func(_ context.Context, entries []BusEntry) ([]BusOutcome, error) {
+		put <- len(entries)
+		return []BusOutcome{{EventID: "id"}}, nil
+	}), time.Now)
+	stuck := b.expect()
+	defer stuck.drop()
+	done := make(chan Result, 1)
+	go func() {
+		res, _ := b.put(context.Background(), b.expect(), Target{Timeout: time.Second}, BusEntry{Bus: "b"}, 10, time.Now().Add(time.Minute))
+		done <- res
+	}()
+	select {
+	case res := <-done:
+		if res.State != Delivered || <-put != 1 {
+			t.Fatalf("%+v", res)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("an entry on its way held the request back for good")
+	}
+}
+
+// TestBatcherGathersOnItsWay: entries whose tickets were taken together
+// go in one request, however their puts are scheduled, while the linger
+// lasts.
+func TestBatcherGathersOnItsWay(t *testing.T) {
+	var sizes []int
+	var mu sync.Mutex
+	b := newBatcher(busFunc(func(_ context.Context, entries []BusEntry) ([]BusOutcome, error) {
+		mu.Lock()
+		sizes = append(sizes, len(entries))
+		mu.Unlock()
+		return make([]BusOutcome, len(entries)), nil
+	}), time.Now)
+	b.linger = time.Hour
+	var tickets []*ticket
+	for range 4 {
+		tickets = append(tickets, b.expect())
+	}
+	var wg sync.WaitGroup
+	for i, tk := range tickets {
+		wg.Go(func() {
+			time.Sleep(time.Duration(i) * 5 * time.Millisecond)
+			b.put(context.Background(), tk, Target{Timeout: time.Second}, BusEntry{Bus: "b"}, 10, time.Now().Add(time.Minute))
+		})
+	}
+	wg.Wait()
+	if len(sizes) != 1 || sizes[0] != 4 {
+		t.Fatalf("requests of %v entries, want one of 4", sizes)
 	}
 }

@@ -55,7 +55,7 @@ func fanOut(tb testing.TB, url string, timeout time.Duration, routes forward.Rou
 	keys := map[inbox.Key][]string{}
 	stored := memEvents{}
 	for _, ev := range events {
-		out, err := forward.Outbound(ev, routes)
+		out, err := forward.Outbound(ev, routes.Match(ev.Key.Source, ev.Type))
 		if err != nil {
 			tb.Fatal(err)
 		}
@@ -95,111 +95,217 @@ func rowOf(store *memStore, ev inbox.Key, bus string) outbox.Row {
 	return store.row(effects.KeyOf(ev.String(), forward.TargetOf(forward.Route{Source: ev.Source, Bus: bus})))
 }
 
-// TestForwardBatchesAnEventsRoutes: an event's rows for three routes are
-// put in one request, each entry to its own bus, and each row is
-// delivered.
-func TestForwardBatchesAnEventsRoutes(t *testing.T) {
-	bus := &fakeBus{answerBatch: answerEach(acceptAll)}
-	store, d, keys := fanOut(t, bus.serve(t).URL, 300*time.Millisecond, threeBuses, forwarded)
-	st, err := d.Deliver(context.Background(), context.Background(), evKey, 0, keys[evKey], owner)
-	if err != nil || !st.Settled || st.Sent != 3 {
-		t.Fatalf("settlement %+v, %v: want three rows sent and settled", st, err)
+// events are n events of source, evt_00 on, with payloads of their ids.
+func events(source string, n int) []inbox.Event {
+	var evs []inbox.Event
+	for i := range n {
+		ev := forwarded
+		ev.Key = inbox.Key{Source: source, EventID: fmt.Sprintf("evt_%02d", i)}
+		ev.Payload = []byte(fmt.Sprintf(`{"id":"evt_%02d"}`, i))
+		evs = append(evs, ev)
 	}
-	if got := bus.sizes(); !slices.Equal(got, []int{3}) {
-		t.Fatalf("requests of %v entries, want one of 3", got)
+	return evs
+}
+
+// deliverGathered delivers the events at once, as the records of one SQS
+// batch, with the bus holding its first request until every other entry
+// is put or waiting. The first request carries the entries ready when it
+// started (one, or more if the others' tickets were out), the rest go in
+// full requests while it is held, and one more takes what is left. It
+// fails the test if a delivery fails, or leaves entries counted on their
+// way.
+func deliverGathered(t *testing.T, d *outbox.Deliverer, bus *fakeBus, keys map[inbox.Key][]string, evs []inbox.Event) {
+	t.Helper()
+	total := 0
+	for _, ev := range evs {
+		total += len(keys[ev.Key])
 	}
-	var buses []string
-	for _, e := range bus.requests[0] {
-		buses = append(buses, e["EventBusName"].(string))
+	var wg sync.WaitGroup
+	errs := make(chan error, len(evs))
+	for _, ev := range evs {
+		wg.Go(func() {
+			_, err := d.Deliver(context.Background(), context.Background(), ev.Key, 0, keys[ev.Key], "owner-"+ev.Key.EventID)
+			errs <- err
+		})
 	}
-	slices.Sort(buses)
-	if !slices.Equal(buses, []string{"analytics", "audit", "billing"}) {
-		t.Errorf("buses %v", buses)
-	}
-	for _, r := range threeBuses {
-		if got := rowOf(store, evKey, r.Bus); got.State != outbox.Delivered {
-			t.Errorf("row to %s: %s, want delivered", r.Bus, got.State)
+	for end := time.Now().Add(10 * time.Second); ; time.Sleep(time.Millisecond) {
+		bus.mu.Lock()
+		put := len(bus.entries)
+		bus.mu.Unlock()
+		if put+d.Waiting() == total {
+			break
+		}
+		if time.Now().After(end) {
+			t.Fatalf("%d entries put and %d waiting, want %d in all", put, d.Waiting(), total)
 		}
 	}
-	if got := d.PutRequests(); got != 1 {
-		t.Errorf("PutRequests %d, want 1", got)
+	close(bus.holdFirst)
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Error(err)
+		}
+	}
+	if n := d.Coming(); n != 0 {
+		t.Errorf("%d entries still counted on their way", n)
+	}
+}
+
+// TestForwardBusesApart: an event's rows for three routes go in three
+// requests, one bus each, so that a request refused whole for one bus (a
+// missing bus: moto refuses the request after putting the entries before
+// it) decides only that bus's row.
+func TestForwardBusesApart(t *testing.T) {
+	bus := &fakeBus{answerBatch: func(w http.ResponseWriter, entries []map[string]any) {
+		if entries[0]["EventBusName"] == "analytics" {
+			apiError(400, "ResourceNotFoundException")(w, 0)
+			return
+		}
+		answerEach(acceptAll)(w, entries)
+	}}
+	store, d, keys := fanOut(t, bus.serve(t).URL, 300*time.Millisecond, threeBuses, forwarded)
+	st, err := d.Deliver(context.Background(), context.Background(), evKey, 0, keys[evKey], owner)
+	if err != nil || st.Settled || st.Sent != 3 {
+		t.Fatalf("settlement %+v, %v: want three rows sent, one not final", st, err)
+	}
+	for _, req := range bus.requests {
+		if len(req) != 1 {
+			t.Errorf("a request of %d entries for one event's routes, want one a bus", len(req))
+		}
+	}
+	for bus, want := range map[string]outbox.State{"billing": outbox.Delivered, "audit": outbox.Delivered, "analytics": outbox.Failed} {
+		if got := rowOf(store, evKey, bus); got.State != want {
+			t.Errorf("row to %s: %s (%s), want %s", bus, got.State, got.LastError, want)
+		}
+	}
+	if n := d.Coming(); n != 0 {
+		t.Errorf("%d entries still counted on their way", n)
+	}
+	if got := d.PutRequests(); got != 3 {
+		t.Errorf("PutRequests %d, want 3", got)
 	}
 }
 
 // TestForwardBatchOutcomes: each row of a request ends as its own entry's
 // answer says; a request that fails whole ends each row as its own route
-// says (unknown, or failed for the route that retries unknowns).
+// says (unknown, or failed for the route that retries unknowns); a
+// request of several entries refused as invalid is made again one entry
+// at a time.
 func TestForwardBatchOutcomes(t *testing.T) {
+	stripe := forward.Route{Source: "stripe", Bus: "billing"}
+	github := forward.Route{Source: "github", Bus: "billing", RetryUnknown: true}
+	routes := forward.Routes{stripe, github}
+	evs := events("stripe", 4)
+	idOf := func(e map[string]any) string {
+		var detail map[string]any
+		_ = json.Unmarshal([]byte(e["Detail"].(string)), &detail)
+		return detail["id"].(string)
+	}
 	t.Run("entry by entry", func(t *testing.T) {
-		codes := map[string]string{"billing": "", "audit": "InternalFailure", "analytics": "MalformedDetail"}
-		bus := &fakeBus{answerBatch: answerEach(func(e map[string]any) string { return codes[e["EventBusName"].(string)] })}
-		store, d, keys := fanOut(t, bus.serve(t).URL, 300*time.Millisecond, threeBuses, forwarded)
-		deliver := func() outbox.Settlement {
-			st, err := d.Deliver(context.Background(), context.Background(), evKey, 0, keys[evKey], owner)
-			if err != nil {
-				t.Fatal(err)
+		codes := map[string]string{"evt_02": "InternalFailure", "evt_03": "MalformedDetail"}
+		bus := &fakeBus{holdFirst: make(chan struct{}), answerBatch: answerEach(func(e map[string]any) string { return codes[idOf(e)] })}
+		store, d, keys := fanOut(t, bus.serve(t).URL, 5*time.Second, routes, evs...)
+		deliverGathered(t, d, bus, keys, evs)
+		if got := bus.sizes(); len(got) > 2 {
+			t.Errorf("requests of %v entries, want at most two", got)
+		}
+		for id, want := range map[string]outbox.State{"evt_00": outbox.Delivered, "evt_01": outbox.Delivered, "evt_02": outbox.Failed, "evt_03": outbox.Rejected} {
+			if got := rowOf(store, inbox.Key{Source: "stripe", EventID: id}, "billing"); got.State != want {
+				t.Errorf("%s: %s (%s), want %s", id, got.State, got.LastError, want)
 			}
-			return st
-		}
-		if st := deliver(); st.Settled {
-			t.Fatalf("settled with a refused entry: %+v", st)
-		}
-		for bus, want := range map[string]outbox.State{"billing": outbox.Delivered, "audit": outbox.Failed, "analytics": outbox.Rejected} {
-			if got := rowOf(store, evKey, bus); got.State != want {
-				t.Errorf("row to %s: %s (%s), want %s", bus, got.State, got.LastError, want)
-			}
-		}
-		if got := bus.sizes(); !slices.Equal(got, []int{3}) {
-			t.Errorf("requests of %v entries, want one of 3", got)
 		}
 	})
 	t.Run("timeout", func(t *testing.T) {
-		bus := &fakeBus{answerBatch: func(http.ResponseWriter, []map[string]any) { time.Sleep(time.Second) }}
-		store, d, keys := fanOut(t, bus.serve(t).URL, 300*time.Millisecond, threeBuses, forwarded)
-		if _, err := d.Deliver(context.Background(), context.Background(), evKey, 0, keys[evKey], owner); err != nil {
-			t.Fatal(err)
+		// Two stripe events and two github events to one bus, every
+		// request timing out: each row is decided by its own route.
+		mixed := append(events("stripe", 2), events("github", 2)...)
+		bus := &fakeBus{holdFirst: make(chan struct{}), answerBatch: func(w http.ResponseWriter, entries []map[string]any) {
+			time.Sleep(2 * time.Second) // then accept: only the timeout makes it unknown
+			answerEach(acceptAll)(w, entries)
+		}}
+		store, d, keys := fanOut(t, bus.serve(t).URL, time.Second, routes, mixed...)
+		deliverGathered(t, d, bus, keys, mixed)
+		if got := bus.sizes(); slices.Max(got) < 2 {
+			t.Fatalf("requests of %v entries, want routes sharing one", got)
 		}
-		for bus, want := range map[string]outbox.State{"billing": outbox.Unknown, "audit": outbox.Failed, "analytics": outbox.Unknown} {
-			if got := rowOf(store, evKey, bus); got.State != want {
-				t.Errorf("row to %s: %s (%s), want %s", bus, got.State, got.LastError, want)
+		for _, ev := range mixed {
+			want := map[string]outbox.State{"stripe": outbox.Unknown, "github": outbox.Failed}[ev.Key.Source]
+			if got := rowOf(store, ev.Key, "billing"); got.State != want {
+				t.Errorf("%s: %s (%s), want %s", ev.Key, got.State, got.LastError, want)
 			}
 		}
-		if got := bus.sizes(); !slices.Equal(got, []int{3}) {
-			t.Errorf("requests of %v entries, want one of 3 (no SDK retry)", got)
+	})
+	t.Run("invalid together, each alone", func(t *testing.T) {
+		bus := &fakeBus{holdFirst: make(chan struct{}), answerBatch: func(w http.ResponseWriter, entries []map[string]any) {
+			if len(entries) > 1 {
+				apiError(400, "ValidationException")(w, 0)
+				return
+			}
+			answerEach(acceptAll)(w, entries)
+		}}
+		store, d, keys := fanOut(t, bus.serve(t).URL, 5*time.Second, routes, evs...)
+		deliverGathered(t, d, bus, keys, evs)
+		// However they were gathered, some request had several entries
+		// (the held one's followers wait for it), and was refused.
+		got := bus.sizes()
+		singles, total := 0, 0
+		for _, n := range got {
+			if n == 1 {
+				singles++
+			}
+			total += n
+		}
+		if singles != len(evs) || total <= len(evs) {
+			t.Errorf("requests of %v entries, want every entry alone after a refused request of several", got)
+		}
+		for _, ev := range evs {
+			if got := rowOf(store, ev.Key, "billing"); got.State != outbox.Delivered {
+				t.Errorf("%s: %s (%s), want delivered", ev.Key, got.State, got.LastError)
+			}
 		}
 	})
 	t.Run("fewer answers than entries", func(t *testing.T) {
-		bus := &fakeBus{answerBatch: func(w http.ResponseWriter, entries []map[string]any) {
+		bus := &fakeBus{holdFirst: make(chan struct{}), answerBatch: func(w http.ResponseWriter, entries []map[string]any) {
 			answerEach(acceptAll)(w, entries[:1])
 		}}
-		store, d, keys := fanOut(t, bus.serve(t).URL, 300*time.Millisecond, threeBuses, forwarded)
-		if _, err := d.Deliver(context.Background(), context.Background(), evKey, 0, keys[evKey], owner); err != nil {
-			t.Fatal(err)
-		}
-		// No entry's answer can be told from another's.
-		for bus, want := range map[string]outbox.State{"billing": outbox.Unknown, "audit": outbox.Failed, "analytics": outbox.Unknown} {
-			if got := rowOf(store, evKey, bus); got.State != want {
-				t.Errorf("row to %s: %s (%s), want %s", bus, got.State, got.LastError, want)
+		store, d, keys := fanOut(t, bus.serve(t).URL, 5*time.Second, routes, evs...)
+		deliverGathered(t, d, bus, keys, evs)
+		// In a request of several, no entry's answer can be told from
+		// another's; one alone is answered.
+		several := 0
+		for _, req := range bus.requests {
+			want := outbox.Delivered
+			if len(req) > 1 {
+				want = outbox.Unknown
+				several++
 			}
+			for _, e := range req {
+				k := inbox.Key{Source: "stripe", EventID: idOf(e)}
+				if got := rowOf(store, k, "billing"); got.State != want {
+					t.Errorf("%s in a request of %d: %s (%s), want %s", k, len(req), got.State, got.LastError, want)
+				}
+			}
+		}
+		if several == 0 {
+			t.Errorf("requests of %v entries, want one of several", bus.sizes())
 		}
 	})
 }
 
 // TestForwardBatchSize: entries are gathered only up to EventBridge's
-// bound on a whole request; three entries of 400 kB go in two requests.
+// bound on a whole request: entries of 400 kB go two to a request.
 func TestForwardBatchSize(t *testing.T) {
-	big := forwarded
-	big.Payload = []byte(`{"id":"evt_1","padding":"` + strings.Repeat("x", 400_000) + `"}`)
-	bus := &fakeBus{answerBatch: answerEach(acceptAll)}
-	_, d, keys := fanOut(t, bus.serve(t).URL, 300*time.Millisecond, threeBuses, big)
-	st, err := d.Deliver(context.Background(), context.Background(), evKey, 0, keys[evKey], owner)
-	if err != nil || !st.Settled {
-		t.Fatalf("settlement %+v, %v", st, err)
+	evs := events("stripe", 4)
+	for i := range evs {
+		evs[i].Payload = []byte(fmt.Sprintf(`{"id":"evt_%02d","padding":"%s"}`, i, strings.Repeat("x", 400_000)))
 	}
-	got := bus.sizes()
-	slices.Sort(got)
-	if !slices.Equal(got, []int{1, 2}) {
-		t.Fatalf("requests of %v entries, want one of 2 and one of 1", got)
+	bus := &fakeBus{holdFirst: make(chan struct{}), answerBatch: answerEach(acceptAll)}
+	_, d, keys := fanOut(t, bus.serve(t).URL, 5*time.Second, forward.Routes{{Source: "stripe", Bus: "billing"}}, evs...)
+	deliverGathered(t, d, bus, keys, evs)
+	// The held request's followers wait, and two fit in 1 MB.
+	if got := bus.sizes(); slices.Max(got) != 2 || len(bus.entries) != len(evs) {
+		t.Fatalf("requests of %v entries, want two at most and some of two", got)
 	}
 	for _, req := range bus.requests {
 		total := 0
@@ -214,77 +320,17 @@ func TestForwardBatchSize(t *testing.T) {
 
 // TestForwardBatchesAcrossEvents: rows of many events delivered at once
 // (the records of one SQS batch) are put in requests of up to ten
-// entries, each entry exactly once. The first request is held until
-// every other entry is either put or waiting, so what is gathered does
-// not depend on timing.
+// entries, each entry exactly once.
 func TestForwardBatchesAcrossEvents(t *testing.T) {
 	const n = 25
-	release := make(chan struct{})
-	var once sync.Once
-	bus := &fakeBus{}
-	bus.answerBatch = func(w http.ResponseWriter, entries []map[string]any) {
-		first := false
-		once.Do(func() { first = true })
-		if first {
-			<-release
-		}
-		answerEach(acceptAll)(w, entries)
-	}
-	srv := bus.serve(t)
-	var evs []inbox.Event
-	for i := range n {
-		ev := forwarded
-		ev.Key = inbox.Key{Source: "stripe", EventID: fmt.Sprintf("evt_%02d", i)}
-		ev.Payload = []byte(fmt.Sprintf(`{"id":"evt_%02d"}`, i))
-		evs = append(evs, ev)
-	}
-	routes := forward.Routes{{Source: "stripe", Bus: "billing"}}
-	// The held request needs longer than a timeout kept short for the
-	// other tests.
-	store, d, keys := fanOut(t, srv.URL, 20*time.Second, routes, evs...)
-
-	var wg sync.WaitGroup
-	errs := make(chan error, n)
-	for _, ev := range evs {
-		wg.Go(func() {
-			st, err := d.Deliver(context.Background(), context.Background(), ev.Key, 0, keys[ev.Key], fmt.Sprintf("owner-%s", ev.Key.EventID))
-			if err == nil && !st.Settled {
-				err = fmt.Errorf("%s not settled: %+v", ev.Key, st)
-			}
-			errs <- err
-		})
-	}
-	// Wait (bounded) until every entry is in a request or waiting.
-	for end := time.Now().Add(10 * time.Second); ; time.Sleep(time.Millisecond) {
-		bus.mu.Lock()
-		put := len(bus.entries)
-		bus.mu.Unlock()
-		if put+d.Waiting() == n {
-			break
-		}
-		if time.Now().After(end) {
-			t.Fatalf("%d entries put and %d waiting, want %d in all", put, d.Waiting(), n)
-		}
-	}
-	close(release)
-	wg.Wait()
-	close(errs)
-	for err := range errs {
-		if err != nil {
-			t.Error(err)
-		}
-	}
-	sizes := bus.sizes()
-	total := 0
-	for _, s := range sizes {
-		if s > outbox.MaxBatchEntries {
-			t.Errorf("a request of %d entries", s)
-		}
-		total += s
-	}
-	// One request held, full ones while it is, and one for the rest.
-	if total != n || len(sizes) > 2+n/outbox.MaxBatchEntries {
-		t.Errorf("requests of %v entries, want %d entries in at most %d requests", sizes, n, 2+n/outbox.MaxBatchEntries)
+	evs := events("stripe", n)
+	bus := &fakeBus{holdFirst: make(chan struct{}), answerBatch: answerEach(acceptAll)}
+	store, d, keys := fanOut(t, bus.serve(t).URL, 20*time.Second, forward.Routes{{Source: "stripe", Bus: "billing"}}, evs...)
+	deliverGathered(t, d, bus, keys, evs)
+	// The held one, full ones while it is, and one for the rest.
+	got := bus.sizes()
+	if slices.Max(got) > outbox.MaxBatchEntries || len(got) > 2+n/outbox.MaxBatchEntries {
+		t.Errorf("requests of %v entries, want at most %d, of at most %d", got, 2+n/outbox.MaxBatchEntries, outbox.MaxBatchEntries)
 	}
 	seen := map[string]int{}
 	for _, e := range bus.entries {
@@ -301,5 +347,34 @@ func TestForwardBatchesAcrossEvents(t *testing.T) {
 		if got := store.row(keys[ev.Key][0]); got.State != outbox.Delivered {
 			t.Errorf("%s: row %s", ev.Key.EventID, got.State)
 		}
+	}
+}
+
+// TestTicketsReturned: a row that does not reach the batcher — an HTTP
+// row, a forwarding row whose event is gone, a row not due — gives back
+// its place among the entries on their way, or every later request would
+// wait the linger.
+func TestTicketsReturned(t *testing.T) {
+	bus := &fakeBus{answerBatch: answerEach(acceptAll)}
+	route := forward.Route{Source: "stripe", Bus: "inbox"} // forwardRow's
+	gone := forwardRow(t)
+	notDue := row("later", "receipt")
+	notDue.DueAt = t0.Add(time.Hour)
+	store := newMemStore(row("r1", "receipt"), gone, notDue)
+	d, err := outbox.New(outbox.Config{
+		Store:   store,
+		Targets: map[string]outbox.Target{"receipt": {}, forward.TargetOf(route): {Timeout: time.Second}},
+		Bus:     eventBridgeClient(bus.serve(t).URL), Events: memEvents{},
+		Logger: slog.New(slog.DiscardHandler), Now: func() time.Time { return t0 },
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := deliver(t, d, "r1", gone.Key, "later")
+	if st.States[outbox.Delivered] != 1 || st.States[outbox.Rejected] != 1 {
+		t.Fatalf("states %v, want the HTTP row delivered to the log and the forwarding row rejected", st.States)
+	}
+	if n := d.Coming(); n != 0 {
+		t.Errorf("%d entries still counted on their way", n)
 	}
 }

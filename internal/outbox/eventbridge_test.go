@@ -46,6 +46,8 @@ type fakeBus struct {
 	requests    [][]map[string]any
 	answer      func(w http.ResponseWriter, n int)
 	answerBatch func(w http.ResponseWriter, entries []map[string]any)
+	// holdFirst, if set, holds the first request until it is closed.
+	holdFirst chan struct{}
 }
 
 func (b *fakeBus) serve(tb testing.TB) *httptest.Server {
@@ -64,7 +66,11 @@ func (b *fakeBus) serve(tb testing.TB) *httptest.Server {
 		b.entries = append(b.entries, in.Entries...)
 		b.requests = append(b.requests, in.Entries)
 		n := len(b.entries)
+		first := len(b.requests) == 1
 		b.mu.Unlock()
+		if first && b.holdFirst != nil {
+			<-b.holdFirst
+		}
 		if b.answerBatch != nil {
 			b.answerBatch(w, in.Entries)
 			return
@@ -205,7 +211,8 @@ func TestForwardPut(t *testing.T) {
 // makes of the row, for a route that retries unknowns and one that does
 // not.
 func TestForwardClassifies(t *testing.T) {
-	hang := func(w http.ResponseWriter, _ int) { time.Sleep(time.Second) }
+	// An answer that would accept the entry, after the call's timeout.
+	hang := func(w http.ResponseWriter, n int) { time.Sleep(time.Second); putOK(w, n) }
 	for _, tc := range []struct {
 		name         string
 		answer       func(http.ResponseWriter, int)

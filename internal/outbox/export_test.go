@@ -4,5 +4,17 @@ package outbox
 func (d *Deliverer) Waiting() int {
 	d.batcher.mu.Lock()
 	defer d.batcher.mu.Unlock()
-	return len(d.batcher.queue)
+	n := 0
+	for _, l := range d.batcher.lanes {
+		n += len(l.queue)
+	}
+	return n
+}
+
+// Coming is how many entries the batcher counts on their way: 0 when no
+// delivery is under way, or every batch would wait the linger.
+func (d *Deliverer) Coming() int {
+	d.batcher.mu.Lock()
+	defer d.batcher.mu.Unlock()
+	return d.batcher.coming
 }

@@ -170,7 +170,7 @@ func New(cfg Config) (*Deliverer, error) {
 	}
 	d := &Deliverer{cfg: cfg}
 	if cfg.Bus != nil {
-		d.batcher = &batcher{bus: cfg.Bus, now: cfg.Now}
+		d.batcher = newBatcher(cfg.Bus, cfg.Now)
 	}
 	return d, nil
 }
@@ -197,7 +197,9 @@ type Settlement struct {
 
 // Deliver tries every row of the event's outbox as owner, up to
 // maxRowsAtOnce at a time: the rows are independent calls, each with its
-// own key, and an event's forwarding rows are then put in one request. Calls are made under work (a row is not started without time for
+// own key and lease, and nothing orders them. Forwarding rows go to the
+// batcher, which puts them with the other deliveries' rows for the same
+// bus. Calls are made under work (a row is not started without time for
 // its whole timeout before work's deadline); outcomes are recorded under
 // book, which outlives work. It records on the event whether its outbox
 // settled, and returns the first error of the store it met; a row's
@@ -308,7 +310,7 @@ func (d *Deliverer) one(work, book context.Context, ev inbox.Key, i int, key, ow
 		res = Result{State: Failed, Cause: fmt.Sprintf("no target %q is configured", prev.Target)}
 	case prev.Action == effects.ActionEventBridge:
 		res, entries = d.put(work, tk, target, prev, leaseEnd)
-		sent = true
+		sent = entries > 0
 	case target.URL == "":
 		res = Result{State: Delivered, DeliveredTo: "log"}
 		d.cfg.Logger.Info("outbox row delivered to the log", "event_key", ev.String(), "row", i, "target", prev.Target, "body_bytes", len(prev.Body))
@@ -372,7 +374,8 @@ func (d *Deliverer) metricAttrs(row Row, state State) []any {
 
 // rowLease is how long a claim on a row lasts: the longest call any
 // target may make, after a wait of as long for a PutEvents request in
-// flight (see batcher), and a margin.
+// flight (see batcher), and a margin that covers the record of the
+// outcome (finishTimeout).
 func (d *Deliverer) rowLease() time.Duration {
 	return 2*d.longestTimeout() + leaseMargin
 }
