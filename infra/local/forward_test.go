@@ -165,15 +165,15 @@ func TestForwardedExactlyOnce(t *testing.T) {
 }
 
 // TestForwardedInBatches: forwarding entries go to moto's EventBridge
-// several to a request, and each reaches the consumer once.
+// several to a request, one bus a request, and each reaches the consumer
+// once.
 //
 //   - An event forwarded to two buses (the local bus and the default
-//     one, with no rule) is put in one request of two entries: both rows
-//     delivered, the local bus's consumer gets it once. This part does
-//     not depend on timing: an event's rows are gathered before the
-//     request starts.
+//     one, with no rule) is put in two requests, one a bus: both rows
+//     delivered, the local bus's consumer gets it once.
 //   - Eight events in one SQS batch: each reaches the consumer once,
-//     however the processor's records happened to gather.
+//     however the processor's records happened to gather (the sizes of
+//     the requests are logged).
 func TestForwardedInBatches(t *testing.T) {
 	e := mustEnv(t)
 	ctx := context.Background()
@@ -219,8 +219,8 @@ func TestForwardedInBatches(t *testing.T) {
 	if err != nil || !st.Settled || st.States[outbox.Delivered] != 2 {
 		t.Fatalf("delivery: %+v, %v; want both rows delivered", st, err)
 	}
-	if got := d.PutRequests(); got != 1 {
-		t.Errorf("%d PutEvents requests for an event's two rows, want 1", got)
+	if got := d.PutRequests(); got != 2 {
+		t.Errorf("%d PutEvents requests for an event's rows to two buses, want 2", got)
 	}
 	if got := forwardedKeys(t, e); len(got[two.String()]) != 1 || len(got) != 1 {
 		t.Errorf("forwarded %v, want %s once", got, two)
