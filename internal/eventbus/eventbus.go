@@ -51,7 +51,8 @@ var permanentEntryCodes = map[string]bool{
 //   - an error answer with a 4xx status: PutRefused, or PutInvalid if the
 //     request is invalid in itself;
 //   - a request the SDK refused to send: PutInvalid;
-//   - a request never written whole: PutNotSent;
+//   - a request that cannot have been written whole (no connection was
+//     had, or its write failed): PutNotSent;
 //   - a 5xx answer, a timeout or a connection lost after the request was
 //     written, or an answer with a different number of entries:
 //     PutUnknown.
@@ -63,17 +64,22 @@ func (c *Client) PutEntries(ctx context.Context, entries []outbox.BusEntry) ([]o
 			Detail: aws.String(e.Detail), Time: aws.Time(e.Time),
 		}
 	}
-	var wrote atomic.Bool
+	// Not sent is known only where no connection was had, or the write
+	// failed: a call that ends with a connection and no report of its
+	// write may have written it all (the transport reports after the
+	// last write, and the deadline can fall between the two).
+	var got, writeFailed atomic.Bool
 	ctx = httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{
+		GotConn: func(httptrace.GotConnInfo) { got.Store(true) },
 		WroteRequest: func(info httptrace.WroteRequestInfo) {
-			if info.Err == nil {
-				wrote.Store(true)
+			if info.Err != nil {
+				writeFailed.Store(true)
 			}
 		},
 	})
 	out, err := c.api.PutEvents(ctx, in, func(o *eventbridge.Options) { o.Retryer = aws.NopRetryer{} })
 	if err != nil {
-		return nil, classify(err, wrote.Load())
+		return nil, classify(err, !got.Load() || writeFailed.Load())
 	}
 	if len(out.Entries) != len(entries) {
 		return nil, &outbox.PutError{Failure: outbox.PutUnknown, Err: fmt.Errorf("answered %d entries for %d", len(out.Entries), len(entries))}
@@ -91,8 +97,9 @@ func (c *Client) PutEntries(ctx context.Context, entries []outbox.BusEntry) ([]o
 	return outcomes, nil
 }
 
-// classify says how a request failed whole; wrote: it was written whole.
-func classify(err error, wrote bool) *outbox.PutError {
+// classify says how a request failed whole; notSent: it cannot have been
+// written whole.
+func classify(err error, notSent bool) *outbox.PutError {
 	// The SDK wraps a call with no answer (a timeout) in a ResponseError
 	// too, of status 0.
 	var resp *smithyhttp.ResponseError
@@ -109,7 +116,7 @@ func classify(err error, wrote bool) *outbox.PutError {
 		}
 	case status == 0 && awserr.Permanent(err):
 		f = outbox.PutInvalid
-	case status == 0 && !wrote:
+	case status == 0 && notSent:
 		f = outbox.PutNotSent
 	}
 	return &outbox.PutError{Failure: f, StatusCode: status, Err: err}

@@ -282,18 +282,26 @@ func (b *batcher) request(reqs []*putRequest) {
 	var pe *PutError
 	if len(taken) > 1 && errors.As(err, &pe) && pe.Failure == PutInvalid {
 		// Nothing was put, and the request may be invalid for one entry
-		// alone: each goes alone, so only that one is rejected.
+		// alone: each goes alone, at once, so only that one is rejected.
+		// (Each is checked for time again: one that has none left is
+		// not sent.)
+		var wg sync.WaitGroup
 		for _, r := range taken {
-			b.request([]*putRequest{r})
+			wg.Go(func() { b.request([]*putRequest{r}) })
 		}
+		wg.Wait()
 		return
+	}
+	carried := len(taken)
+	if errors.As(err, &pe) && (pe.Failure == PutNotSent || pe.Failure == PutInvalid && pe.StatusCode == 0) {
+		carried = 0 // never sent
 	}
 	for i, r := range taken {
 		if err != nil {
-			r.done <- putOutcome{requestOutcome(r.target, err), len(taken)}
+			r.done <- putOutcome{requestOutcome(r.target, err), carried}
 			continue
 		}
-		r.done <- putOutcome{entryOutcome(outcomes[i]), len(taken)}
+		r.done <- putOutcome{entryOutcome(outcomes[i]), carried}
 	}
 }
 

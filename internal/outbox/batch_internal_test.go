@@ -2,6 +2,7 @@ package outbox
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -127,5 +128,48 @@ func TestBatcherGathersOnItsWay(t *testing.T) {
 	wg.Wait()
 	if len(sizes) != 1 || sizes[0] != 4 {
 		t.Fatalf("requests of %v entries, want one of 4", sizes)
+	}
+}
+
+// TestBatcherSplitsAtOnce: a request of several refused as invalid is made
+// again one entry at a time, the entries at once: each single request
+// needs only its own call's time, not the others' before it.
+func TestBatcherSplitsAtOnce(t *testing.T) {
+	var mu sync.Mutex
+	var sizes []int
+	b := newBatcher(busFunc(func(_ context.Context, entries []BusEntry) ([]BusOutcome, error) {
+		mu.Lock()
+		sizes = append(sizes, len(entries))
+		mu.Unlock()
+		if len(entries) > 1 {
+			return nil, &PutError{Failure: PutInvalid, StatusCode: 400, Err: errors.New("ValidationException")}
+		}
+		time.Sleep(time.Second)
+		return []BusOutcome{{EventID: "id"}}, nil
+	}), time.Now)
+	b.linger = time.Hour
+	// A single call may take 1.5 s and the callers have 2 s: one after
+	// the other, the second single would start after 1 s, too late.
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	var tickets []*ticket
+	for range 3 {
+		tickets = append(tickets, b.expect())
+	}
+	results := make([]Result, len(tickets))
+	var wg sync.WaitGroup
+	for i, tk := range tickets {
+		wg.Go(func() {
+			results[i], _ = b.put(ctx, tk, Target{Timeout: 1500 * time.Millisecond}, BusEntry{Bus: "b"}, 10, time.Now().Add(time.Minute))
+		})
+	}
+	wg.Wait()
+	for i, r := range results {
+		if r.State != Delivered {
+			t.Errorf("entry %d: %s (%s), want delivered", i, r.State, r.Cause)
+		}
+	}
+	if len(sizes) != 4 || sizes[0] != 3 {
+		t.Errorf("requests of %v entries, want 3 refused, then each alone", sizes)
 	}
 }

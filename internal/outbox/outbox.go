@@ -318,6 +318,9 @@ func (d *Deliverer) one(work, book context.Context, ev inbox.Key, i int, key, ow
 		res = d.send(work, target, prev)
 		sent = true
 	}
+	// Whatever was decided, this row is not on its way to the batcher
+	// any more (a no-op for a ticket its put used).
+	tk.drop()
 	if res.State == Failed {
 		if attempt >= d.cfg.MaxAttempts {
 			res.State, res.Cause = Dead, fmt.Sprintf("failed on all %d attempts, the last: %s", attempt, res.Cause)
