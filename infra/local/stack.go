@@ -271,14 +271,6 @@ func Setup(ctx context.Context, cfg aws.Config, templatePath string, sources Sou
 	var forwarded string
 	if strings.TrimSpace(env["FORWARD"]) != "" {
 		env["FORWARD_BUS"] = ForwardBusName
-		// moto puts each entry on its queue target before it answers:
-		// a request of ten took about a second in the torture run, and
-		// over the deployed default of 5 s at times under its load,
-		// which made whole requests unknown and put again.
-		env["FORWARD_TIMEOUT_SECONDS"] = strconv.Itoa(config.MaxForwardTimeoutSeconds)
-		if o, ok := overrides["FORWARD_TIMEOUT_SECONDS"]; ok {
-			env["FORWARD_TIMEOUT_SECONDS"] = o
-		}
 		if forwarded, err = provisionForwarding(ctx, cfg, tpl); err != nil {
 			return nil, fmt.Errorf("provision: %w", err)
 		}
