@@ -77,8 +77,12 @@ events: ## Rewrite events/ (re-signs the ingest event: Stripe signatures expire 
 	$(GO) run ./infra/local/cmd/events
 
 .PHONY: test
+# -timeout: the short torture run alone takes about 5 minutes, and more on a
+# loaded machine, its kills and faults settling in their own time (bounded by
+# its settle option); go test's default of 10 minutes a package cut it short
+# once.
 test: moto dynoxide-if-any $(BIN)/aws-lambda-rie ## Run every test: unit, against the emulators, end to end, and the bootstraps under the Runtime Interface Emulator.
-	$(GO) test -count=1 -race ./...
+	$(GO) test -count=1 -race -timeout 20m ./...
 
 .PHONY: test-short
 test-short: ## Unit tests only (nothing to install or start).
