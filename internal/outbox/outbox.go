@@ -213,8 +213,9 @@ func (d *Deliverer) Deliver(work, book context.Context, ev inbox.Key, gen int, r
 	var mu sync.Mutex
 	var wg sync.WaitGroup
 	sem := make(chan struct{}, maxRowsAtOnce)
-	// The rows that start at once are all on their way before any
-	// starts, so the first does not put its entry without the others'.
+	// The rows that start at once are all counted on their way before
+	// any starts: no request starts while one of them could still join
+	// it.
 	tickets := make([]*ticket, len(rows))
 	for i := range min(len(rows), maxRowsAtOnce) {
 		tickets[i] = d.batcher.expect()
