@@ -45,6 +45,7 @@ import (
 	"github.com/webhook-inbox/webhook-inbox/internal/app"
 	"github.com/webhook-inbox/webhook-inbox/internal/awstest"
 	"github.com/webhook-inbox/webhook-inbox/internal/claimcheck"
+	"github.com/webhook-inbox/webhook-inbox/internal/forward"
 	"github.com/webhook-inbox/webhook-inbox/internal/obs"
 )
 
@@ -131,8 +132,11 @@ func (m *meter) count(s *middleware.Stack) error {
 		}
 		if put, ok := in.Parameters.(*eventbridge.PutEventsInput); ok {
 			for _, e := range put.Entries {
-				size := 14 + len(aws.ToString(e.Source)) + len(aws.ToString(e.DetailType)) + len(aws.ToString(e.Detail))
-				m.ebEvents += (size + ebChunk - 1) / ebChunk
+				r := forward.Row{Source: aws.ToString(e.Source), DetailType: aws.ToString(e.DetailType)}
+				if e.Time != nil {
+					r.Time = e.Time.Format(time.RFC3339)
+				}
+				m.ebEvents += (forward.Size(r, []byte(aws.ToString(e.Detail))) + ebChunk - 1) / ebChunk
 			}
 		}
 		m.mu.Unlock()

@@ -28,9 +28,6 @@ const (
 	forwardExampleRuleID = "ForwardExampleRule"
 )
 
-// EventBridge is an EventBridge client of the local AWS.
-func EventBridge(cfg aws.Config) *eventbridge.Client { return eventbridge.NewFromConfig(cfg) }
-
 // provisionForwarding creates the local bus, the forwarded-events queue
 // and the rule between them, and returns the queue's URL. It is
 // idempotent.
@@ -43,7 +40,7 @@ func provisionForwarding(ctx context.Context, cfg aws.Config, tpl *template.Temp
 	if err != nil || rule.Properties["EventPattern"] == nil {
 		return "", fmt.Errorf("%s: no EventPattern (%v)", forwardExampleRuleID, err)
 	}
-	eb := EventBridge(cfg)
+	eb := eventbridge.NewFromConfig(cfg)
 	_, err = eb.CreateEventBus(ctx, &eventbridge.CreateEventBusInput{Name: aws.String(ForwardBusName)})
 	var exists *ebtypes.ResourceAlreadyExistsException
 	if err != nil && !errors.As(err, &exists) {

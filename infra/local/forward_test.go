@@ -68,6 +68,25 @@ func (e *env) discardMain(t *testing.T) {
 	}
 }
 
+// commitStopped commits the stored event k with routes' forwarding rows,
+// as a worker that then stopped before delivering them: the rows wait.
+func (e *env) commitStopped(t *testing.T, k inbox.Key, routes forward.Routes) (inbox.Event, []effects.Outbound) {
+	t.Helper()
+	ctx, now := context.Background(), time.Now()
+	ev, err := e.store.Claim(ctx, k, "stopped-worker", now, now.Add(time.Minute))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows, err := forward.Outbound(ev, routes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := e.store.Complete(ctx, ev, "stopped-worker", effects.Plan{Outbound: rows}, inbox.OutcomeApplied, now); err != nil {
+		t.Fatal(err)
+	}
+	return ev, rows
+}
+
 // TestForwardedExactlyOnce: a forwarded event reaches the bus's consumer
 // once through the provider's retry, a redelivered message, a
 // same-event duplicate, and a worker stopped after its commit (the sweep
@@ -119,16 +138,8 @@ func TestForwardedExactlyOnce(t *testing.T) {
 		t.Fatal(err)
 	}
 	now := time.Now()
-	ev, err := e.store.Claim(ctx, stopped, "stopped-worker", now, now.Add(time.Minute))
-	if err != nil {
-		t.Fatal(err)
-	}
-	rows, err := forward.Outbound(ev, routes.Match(ev.Key.Source, ev.Type))
-	if err != nil || len(rows) != 1 {
-		t.Fatalf("forwarding rows %v, %v; want one", rows, err)
-	}
-	if err := e.store.Complete(ctx, ev, "stopped-worker", effects.Plan{Outbound: rows}, inbox.OutcomeApplied, now); err != nil {
-		t.Fatal(err)
+	if _, rows := e.commitStopped(t, stopped, routes.Match(stopped.Source, "invoice.finalized")); len(rows) != 1 {
+		t.Fatalf("forwarding rows %v; want one", rows)
 	}
 	// Its message was acknowledged (its last receive): only the sweep
 	// brings the event back.
@@ -190,18 +201,7 @@ func TestForwardedInBatches(t *testing.T) {
 	}
 	e.discardMain(t)
 	routes := forward.Routes{{Source: "stripe", Bus: local.ForwardBusName}, {Source: "stripe", Bus: forward.DefaultBus}}
-	now := time.Now()
-	ev, err := e.store.Claim(ctx, two, "stopped-worker", now, now.Add(time.Minute))
-	if err != nil {
-		t.Fatal(err)
-	}
-	rows, err := forward.Outbound(ev, routes)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := e.store.Complete(ctx, ev, "stopped-worker", effects.Plan{Outbound: rows}, inbox.OutcomeApplied, now); err != nil {
-		t.Fatal(err)
-	}
+	ev, rows := e.commitStopped(t, two, routes)
 	targets := map[string]outbox.Target{}
 	var keys []string
 	for i, r := range routes {

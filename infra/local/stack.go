@@ -123,7 +123,6 @@ func (f SourcesFile) Source(name string) (LocalSource, error) {
 	return LocalSource{}, fmt.Errorf("no source %q in the sources file", name)
 }
 
-// sourcesJSON renders SOURCES: the list without the secrets.
 // Names are the sources' names, in the file's order.
 func (f SourcesFile) Names() []string {
 	names := make([]string, 0, len(f.Sources))
@@ -133,6 +132,7 @@ func (f SourcesFile) Names() []string {
 	return names
 }
 
+// sourcesJSON renders SOURCES: the list without the secrets.
 func (f SourcesFile) sourcesJSON() (string, error) {
 	type entry struct {
 		Name    string          `json:"name"`

@@ -41,8 +41,6 @@ type Events interface {
 //
 // It also returns how many entries the request carried (0: none was made).
 func (d *Deliverer) put(ctx context.Context, tk *ticket, t Target, r Row, leaseEnd time.Time) (Result, int) {
-	// Any return before the batcher's put: the entry is not coming.
-	defer tk.drop()
 	if d.batcher == nil || d.cfg.Events == nil {
 		return Result{State: Failed, Cause: "no EventBridge client is configured"}, 0
 	}

@@ -320,7 +320,8 @@ func (d *Deliverer) one(work, book context.Context, ev inbox.Key, i int, key, ow
 		sent = true
 	}
 	// Whatever was decided, this row is not on its way to the batcher
-	// any more (a no-op for a ticket its put used).
+	// any more (a no-op for a ticket its put used; a forwarding row that
+	// failed before its put gives its ticket back here).
 	tk.drop()
 	if res.State == Failed {
 		if attempt >= d.cfg.MaxAttempts {
