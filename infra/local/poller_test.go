@@ -8,11 +8,14 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
+	"net/http"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -87,15 +90,66 @@ func mustQueueARN(tb testing.TB, client *sqs.Client, url string) string {
 // mustSend sends bodies and returns their message ids in order.
 func (q testQueue) mustSend(tb testing.TB, bodies ...string) []string {
 	tb.Helper()
-	ids := make([]string, len(bodies))
+	ins := make([]*sqs.SendMessageInput, len(bodies))
 	for i, b := range bodies {
-		out, err := q.client.SendMessage(context.Background(), &sqs.SendMessageInput{QueueUrl: aws.String(q.url), MessageBody: aws.String(b)})
-		if err != nil {
-			tb.Fatalf("send %q: %v", b, err)
-		}
-		ids[i] = *out.MessageId
+		ins[i] = &sqs.SendMessageInput{QueueUrl: aws.String(q.url), MessageBody: aws.String(b)}
+	}
+	ids := make([]string, len(bodies))
+	for i, out := range q.mustSendAll(tb, ins...) {
+		ids[i] = aws.ToString(out.MessageId)
 	}
 	return ids
+}
+
+// mustSendAll sends messages to a queue nothing reads yet, each exactly
+// once, and returns SQS's answers in order. SendMessage is not idempotent:
+// a retried call whose failed attempt had landed puts the message twice,
+// and a test counting messages then sees one it never sent. So each call
+// makes one attempt, and after a failure the queue is purged and every
+// message sent again.
+func (q testQueue) mustSendAll(tb testing.TB, ins ...*sqs.SendMessageInput) []*sqs.SendMessageOutput {
+	tb.Helper()
+	ctx := context.Background()
+	oneAttempt := func(o *sqs.Options) { o.Retryer = aws.NopRetryer{} }
+	const tries = 3
+	var err error
+	for range tries {
+		outs := make([]*sqs.SendMessageOutput, len(ins))
+		for i, in := range ins {
+			if outs[i], err = q.client.SendMessage(ctx, in, oneAttempt); err != nil {
+				break
+			}
+		}
+		if err == nil {
+			return outs
+		}
+		tb.Logf("send: %v; purging the queue and sending all %d messages again", err, len(ins))
+		if _, perr := q.client.PurgeQueue(ctx, &sqs.PurgeQueueInput{QueueUrl: aws.String(q.url)}); perr != nil {
+			tb.Fatalf("purge after a failed send: %v", perr)
+		}
+		if n := mustCount(tb, q.client, q.url); n != 0 {
+			tb.Fatalf("messages after purge = %d, want 0", n)
+		}
+	}
+	tb.Fatalf("send: %v (%d tries)", err, tries)
+	return nil
+}
+
+// loseFirstAnswer delivers every request, but reports its first
+// SendMessage as failed after the server took it, as a connection reset
+// after the request was written does.
+type loseFirstAnswer struct {
+	next aws.HTTPClient
+	lost atomic.Bool
+}
+
+func (l *loseFirstAnswer) Do(req *http.Request) (*http.Response, error) {
+	resp, err := l.next.Do(req)
+	if err != nil || !strings.HasSuffix(req.Header.Get("X-Amz-Target"), ".SendMessage") || l.lost.Swap(true) {
+		return resp, err
+	}
+	resp.Body.Close()
+	return nil, &net.OpError{Op: "read", Net: "tcp", Err: syscall.ECONNRESET}
 }
 
 // mustCount returns visible + in-flight messages of a queue.
@@ -190,6 +244,18 @@ func newTestPoller(q testQueue, h ProcessorFunc) *Poller {
 func TestPollerAgainstMoto(t *testing.T) {
 	srv := awstest.Start(t)
 	client := sqs.NewFromConfig(srv.Config())
+
+	t.Run("a send whose answer was lost is not counted twice", func(t *testing.T) {
+		t.Parallel()
+		q := mustQueues(t, client)
+		cfg := srv.Config()
+		cfg.HTTPClient = &loseFirstAnswer{next: &http.Client{}}
+		q.client = sqs.NewFromConfig(cfg)
+		ids := q.mustSend(t, "a", "b")
+		if n := mustCount(t, client, q.url); n != 2 {
+			t.Errorf("messages = %d, want 2 (%v)", n, ids)
+		}
+	})
 
 	t.Run("partial failure deletes the rest and the failed one returns", func(t *testing.T) {
 		t.Parallel()
@@ -309,7 +375,7 @@ func TestPollerAgainstMoto(t *testing.T) {
 	t.Run("records look like Lambda's", func(t *testing.T) {
 		t.Parallel()
 		q := mustQueues(t, client)
-		sent, err := client.SendMessage(context.Background(), &sqs.SendMessageInput{
+		sent := q.mustSendAll(t, &sqs.SendMessageInput{
 			QueueUrl:    aws.String(q.url),
 			MessageBody: aws.String(`{"event_key":"stripe#-#evt_1"}`),
 			MessageAttributes: map[string]types.MessageAttributeValue{
@@ -317,10 +383,7 @@ func TestPollerAgainstMoto(t *testing.T) {
 				"attempt": {DataType: aws.String("Number"), StringValue: aws.String("3")},
 				"blob":    {DataType: aws.String("Binary"), BinaryValue: []byte{0, 1, 2}},
 			},
-		})
-		if err != nil {
-			t.Fatalf("send: %v", err)
-		}
+		})[0]
 		rec := &recorder{}
 		p := newTestPoller(q, rec.handle)
 		pollUntil(t, p, "the message", func() bool { return len(rec.records()) >= 1 })
