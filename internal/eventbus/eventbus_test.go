@@ -12,20 +12,16 @@ import (
 	"testing"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/eventbridge"
 
+	"github.com/webhook-inbox/webhook-inbox/internal/awstest"
 	"github.com/webhook-inbox/webhook-inbox/internal/eventbus"
 	"github.com/webhook-inbox/webhook-inbox/internal/outbox"
 )
 
 // client is the adapter over the real SDK client, talking to url.
 func client(url string) *eventbus.Client {
-	return eventbus.New(eventbridge.NewFromConfig(aws.Config{
-		Region: "us-east-1", BaseEndpoint: aws.String(url),
-		Credentials: credentials.NewStaticCredentialsProvider("test", "test", ""),
-	}))
+	return eventbus.New(eventbridge.NewFromConfig((&awstest.Server{Endpoint: url}).NoRetryConfig()))
 }
 
 // serve answers every PutEvents request with status and body after

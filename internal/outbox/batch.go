@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/webhook-inbox/webhook-inbox/internal/forward"
@@ -63,8 +62,6 @@ type batcher struct {
 	// lingering is set while a timer will start the waiting entries
 	// whatever is on its way.
 	lingering bool
-	// requests counts the PutEvents requests made, for tests and logs.
-	requests atomic.Int64
 }
 
 // lane is one bus's entries.
@@ -172,11 +169,10 @@ func (b *batcher) put(ctx context.Context, tk *ticket, t Target, entry BusEntry,
 // waiting. A lane left with nothing is removed.
 func (b *batcher) start() {
 	for bus, l := range b.lanes {
-		for len(l.queue) > 0 && (l.full() || l.inFlight == 0 && b.ready(l)) {
-			n, total := 0, 0
-			for n < len(l.queue) && n < MaxBatchEntries && (n == 0 || total+l.queue[n].size <= forward.MaxEntryBytes) {
-				total += l.queue[n].size
-				n++
+		for len(l.queue) > 0 {
+			n, full := l.fit()
+			if !full && (l.inFlight > 0 || !b.ready(l)) {
+				break
 			}
 			batch := make([]*putRequest, n)
 			copy(batch, l.queue)
@@ -213,17 +209,16 @@ func (b *batcher) ready(l *lane) bool {
 	return false
 }
 
-// full reports, with mu held, whether l's waiting entries make a whole
-// request: as many as one takes, or more bytes than it takes.
-func (l *lane) full() bool {
-	if len(l.queue) >= MaxBatchEntries {
-		return true
-	}
+// fit returns, with mu held, how many of l's oldest waiting entries one
+// request takes, and whether the waiting entries make a whole request: as
+// many as one takes, or more bytes than it takes.
+func (l *lane) fit() (n int, full bool) {
 	total := 0
-	for _, r := range l.queue {
-		total += r.size
+	for n < len(l.queue) && n < MaxBatchEntries && (n == 0 || total+l.queue[n].size <= forward.MaxEntryBytes) {
+		total += l.queue[n].size
+		n++
 	}
-	return total > forward.MaxEntryBytes
+	return n, n == MaxBatchEntries || n < len(l.queue) || total > forward.MaxEntryBytes
 }
 
 // send makes the request of batch, a lane's, and starts the lane's next.
@@ -274,7 +269,6 @@ func (b *batcher) request(reqs []*putRequest) {
 	// the others' entries too.
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(taken[0].ctx), timeout)
 	defer cancel()
-	b.requests.Add(1)
 	outcomes, err := b.bus.PutEntries(ctx, entries)
 	if err == nil && len(outcomes) != len(taken) {
 		err = &PutError{Failure: PutUnknown, Err: fmt.Errorf("answered %d entries for %d", len(outcomes), len(taken))}

@@ -12,10 +12,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/eventbridge"
 
+	"github.com/webhook-inbox/webhook-inbox/internal/awstest"
 	"github.com/webhook-inbox/webhook-inbox/internal/effects"
 	"github.com/webhook-inbox/webhook-inbox/internal/eventbus"
 	"github.com/webhook-inbox/webhook-inbox/internal/forward"
@@ -132,10 +131,7 @@ func apiError(status int, typ string) func(http.ResponseWriter, int) {
 // eventBridgeClient is the EventBridge adapter over the real SDK client,
 // talking to url.
 func eventBridgeClient(url string) *eventbus.Client {
-	return eventbus.New(eventbridge.NewFromConfig(aws.Config{
-		Region: "us-east-1", BaseEndpoint: aws.String(url),
-		Credentials: credentials.NewStaticCredentialsProvider("test", "test", ""),
-	}))
+	return eventbus.New(eventbridge.NewFromConfig((&awstest.Server{Endpoint: url}).NoRetryConfig()))
 }
 
 var forwarded = inbox.Event{

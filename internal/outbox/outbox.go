@@ -175,14 +175,6 @@ func New(cfg Config) (*Deliverer, error) {
 	return d, nil
 }
 
-// PutRequests is how many PutEvents requests the deliverer has made.
-func (d *Deliverer) PutRequests() int64 {
-	if d.batcher == nil {
-		return 0
-	}
-	return d.batcher.requests.Load()
-}
-
 // Settlement is what one delivery pass left of an event's outbox.
 type Settlement struct {
 	// Settled: every row is final, and the event was told so.
