@@ -112,8 +112,9 @@ func events(source string, n int) []inbox.Event {
 // is put or waiting. The first request carries the entries ready when it
 // started (one, or more if the others' tickets were out), the rest go in
 // full requests while it is held, and one more takes what is left. It
-// fails the test if a delivery fails, or leaves entries counted on their
-// way.
+// fails the test if a delivery fails, if a full request's count of
+// entries waits behind the held one, or if it leaves entries counted on
+// their way.
 func deliverGathered(t *testing.T, d *outbox.Deliverer, bus *fakeBus, keys map[inbox.Key][]string, evs []inbox.Event) {
 	t.Helper()
 	total := 0
@@ -137,6 +138,16 @@ func deliverGathered(t *testing.T, d *outbox.Deliverer, bus *fakeBus, keys map[i
 		}
 		if time.Now().After(end) {
 			t.Fatalf("%d entries put and %d waiting, want %d in all", put, d.Waiting(), total)
+		}
+	}
+	// A request full in entries or bytes goes even while one is in
+	// flight: what waits is less than one.
+	if w := d.Waiting(); w >= outbox.MaxBatchEntries {
+		t.Errorf("%d entries waiting behind a request in flight, want every full request of them sent", w)
+	}
+	for name, size := range d.WaitingBytes() {
+		if size > forward.MaxEntryBytes {
+			t.Errorf("%d bytes waiting for bus %s behind a request in flight, want every full request of them sent", size, name)
 		}
 	}
 	close(bus.holdFirst)
@@ -294,16 +305,17 @@ func TestForwardBatchOutcomes(t *testing.T) {
 }
 
 // TestForwardBatchSize: entries are gathered only up to EventBridge's
-// bound on a whole request: entries of 400 kB go two to a request.
+// bound on a whole request: entries of 400 kB go two to a request, and
+// two go while a request is in flight, as three would be too many bytes.
 func TestForwardBatchSize(t *testing.T) {
-	evs := events("stripe", 4)
+	evs := events("stripe", 5)
 	for i := range evs {
 		evs[i].Payload = []byte(fmt.Sprintf(`{"id":"evt_%02d","padding":"%s"}`, i, strings.Repeat("x", 400_000)))
 	}
 	bus := &fakeBus{holdFirst: make(chan struct{}), answerBatch: answerEach(acceptAll)}
 	_, d, keys := fanOut(t, bus.serve(t).URL, 5*time.Second, forward.Routes{{Source: "stripe", Bus: "billing"}}, evs...)
 	deliverGathered(t, d, bus, keys, evs)
-	// The held request's followers wait, and two fit in 1 MB.
+	// Two fit in 1 MB.
 	if got := bus.sizes(); slices.Max(got) != 2 || len(bus.entries) != len(evs) {
 		t.Fatalf("requests of %v entries, want two at most and some of two", got)
 	}
