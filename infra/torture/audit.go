@@ -109,6 +109,8 @@ type report struct {
 	DLQ     int
 	// DLQStale counts the DLQ's copies of processed events (see auditDLQ).
 	DLQStale int
+	// inDLQ holds the keys of the events with a message in the DLQ.
+	inDLQ    map[string]bool
 	Received int // receipts accepted by the receiver
 	// Forwarded counts the events the local bus's consumer received, and
 	// ForwardedAgain the puts of an event after its first (a route
@@ -471,6 +473,10 @@ func auditDLQ(ctx context.Context, sys *system, items map[string]item, rep *repo
 				lost("dlq: a message not of this system: %v", err)
 				continue
 			}
+			if rep.inDLQ == nil {
+				rep.inDLQ = map[string]bool{}
+			}
+			rep.inDLQ[msg.Key.String()] = true
 			switch it := items["event#"+msg.Key.String()]; it.Status {
 			case string(inbox.StatusDead):
 			case string(inbox.StatusProcessed):

@@ -115,9 +115,9 @@ type options struct {
 	// Root is the repository, where template.yaml and the local sources
 	// are.
 	Root string
-	// inspect, if set, is called after the audit with the system still
-	// up (the tests corrupt it and audit again).
-	inspect func(*system, *workload, *sendStats)
+	// inspect, if set, is called after the audit, with its report and
+	// the system still up (the tests corrupt it and audit again).
+	inspect func(*system, *workload, *sendStats, *report)
 }
 
 func defaults() options {

@@ -122,7 +122,7 @@ func run(ctx context.Context, o options, out io.Writer) (*report, error) {
 	rep.Elapsed = time.Since(start)
 	rep.print(out)
 	if o.inspect != nil {
-		o.inspect(sys, w, st)
+		o.inspect(sys, w, st, rep)
 	}
 	return rep, nil
 }
