@@ -28,7 +28,14 @@ LAMBDA_PKG_ReplayFunction    := ./functions/replay
 BIN         := $(CURDIR)/bin
 RIE_VERSION := v0.0.0-20261030222936-bef5c4ba774d
 SC_VERSION  := v0.8.2
-# moto's server: the one on PATH, else a project virtualenv made on demand.
+# The local AWS but DynamoDB (SQS, S3, Secrets Manager, EventBridge): kumo,
+# one Go binary installed into bin/ (constant time per call, where moto's
+# SQS is O(queue)). LOCAL_AWS=moto puts moto in its place: moto's server on
+# PATH, else a project virtualenv made on demand (needs Python and PyPI).
+KUMO_VERSION := v0.33.1
+KUMO        ?= $(BIN)/kumo
+LOCAL_AWS   ?= kumo
+export KUMO LOCAL_AWS
 MOTO_SERVER ?= $(shell command -v moto_server 2>/dev/null || echo $(CURDIR)/.venv/bin/moto_server)
 export MOTO_SERVER
 # dynoxide (a DynamoDB emulator, atomic and fast at any table size): the
@@ -60,13 +67,18 @@ cfn-lint: ## Lint template.yaml (what `sam validate --lint` runs).
 	$(CFN_LINT) $(TEMPLATE)
 
 .PHONY: run
-run: moto dynoxide-if-any ## Run the whole system locally: the local AWS on :4566 (moto, dynoxide for DynamoDB), the API on 127.0.0.1:3000, the processor polling.
+run: local-aws dynoxide-if-any ## Run the whole system locally: the local AWS on :4566 (kumo, dynoxide for DynamoDB), the API on 127.0.0.1:3000, the processor polling.
 	$(GO) run ./infra/local/cmd/run
 
 .PHONY: send
 SOURCE ?= stripe
 send: ## Sign a local source's sample as its provider would and POST it: SOURCE=github, SEND_FLAGS="-repeat 2" or -new-id.
 	$(GO) run ./infra/local/cmd/send -source $(SOURCE) $(SEND_FLAGS)
+
+.PHONY: burst
+BURST_FLAGS ?=
+burst: ## Against the `make run` stack: 2,000 distinct Stripe invoices, each delivered twice, 32 at a time; ingest req/s and p99, then time until all processed (BURST_FLAGS="-n 500 -c 8").
+	$(GO) run ./infra/local/cmd/burst $(BURST_FLAGS)
 
 .PHONY: replay
 replay: ## Run one replay request against the `make run` stack, with progress: ARGS='{"action":"inspect","event_key":"stripe##evt_1"}' (events/replay-*.json).
@@ -81,7 +93,7 @@ events: ## Rewrite events/ (re-signs the ingest event: Stripe signatures expire 
 # loaded machine, its kills and faults settling in their own time (bounded by
 # its settle option); go test's default of 10 minutes a package cut it short
 # once.
-test: moto dynoxide-if-any $(BIN)/aws-lambda-rie ## Run every test: unit, against the emulators, end to end, and the bootstraps under the Runtime Interface Emulator.
+test: local-aws dynoxide-if-any $(BIN)/aws-lambda-rie ## Run every test: unit, against the emulators, end to end, and the bootstraps under the Runtime Interface Emulator.
 	$(GO) test -count=1 -race -timeout 20m ./...
 
 .PHONY: test-short
@@ -121,7 +133,7 @@ BENCH_BATCHES ?= 20
 
 .PHONY: cost
 COST_N ?= 200
-cost: moto dynoxide-if-any ## The AWS bill per million events of each example path, measured through the local stack, beside its floor (COST_N deliveries a path).
+cost: local-aws dynoxide-if-any ## The AWS bill per million events of each example path, measured through the local stack, beside its floor (COST_N deliveries a path).
 	$(GO) run ./infra/cost -n $(COST_N)
 
 .PHONY: bench-coldstart
@@ -140,11 +152,11 @@ bench-units: $(DYNOXIDE) ## Each example path: DynamoDB capacity per event (as d
 # audit of the table, the DLQ and the receiver's log. Needs dynoxide.
 .PHONY: torture
 TORTURE_FLAGS ?=
-torture: moto dynoxide-if-any ## Everything at once, then an audit; one verdict line (TORTURE_FLAGS="-seed 2 -events 1000").
+torture: local-aws dynoxide-if-any ## Everything at once, then an audit; one verdict line (TORTURE_FLAGS="-seed 2 -events 1000").
 	$(GO) run ./infra/torture $(TORTURE_FLAGS)
 
 .PHONY: torture-load
-torture-load: moto dynoxide-if-any ## The torture run as a load benchmark: no faults or kills, beside the floor of minimal calls per event.
+torture-load: local-aws dynoxide-if-any ## The torture run as a load benchmark: no faults or kills, beside the floor of minimal calls per event.
 	$(GO) run ./infra/torture -load $(TORTURE_FLAGS)
 
 .PHONY: model
@@ -172,6 +184,16 @@ FUZZ_PKGS ?= ./internal/signature/ ./internal/apigw/ ./internal/source/ ./intern
 
 .PHONY: moto
 moto: $(MOTO_SERVER)
+
+.PHONY: kumo
+kumo: $(KUMO)
+
+# The emulator LOCAL_AWS names: kumo (the default) or moto.
+.PHONY: local-aws
+local-aws: $(if $(filter moto,$(LOCAL_AWS)),moto,kumo)
+
+$(BIN)/kumo:
+	GOBIN=$(BIN) $(GO) install github.com/sivchari/kumo/cmd/kumo@$(KUMO_VERSION)
 
 .PHONY: dynoxide
 dynoxide: $(DYNOXIDE)

@@ -14,15 +14,16 @@ import (
 	"github.com/webhook-inbox/webhook-inbox/internal/awstest"
 )
 
-// AWS is the local AWS: moto (SQS, Secrets Manager) and dynoxide
-// (DynamoDB) behind one router on one loopback port. Where dynoxide is
-// missing, moto serves DynamoDB too.
+// AWS is the local AWS behind one router on one loopback port: kumo (or
+// moto, when LOCAL_AWS=moto) for SQS, S3, Secrets Manager and EventBridge,
+// and dynoxide for DynamoDB. Where dynoxide is missing, moto serves
+// DynamoDB (kumo's own DynamoDB is not used: it fails the replay suite).
 type AWS struct {
 	// Endpoint is the router's URL: the only one clients need.
 	Endpoint string
-	// Moto and Dynamo are the emulators behind it; Dynamo is Moto when
-	// dynoxide is missing.
-	Moto, Dynamo *awstest.Server
+	// Services is the emulator of everything but DynamoDB (kumo or moto);
+	// Dynamo serves DynamoDB, and is Services when both are moto.
+	Services, Dynamo *awstest.Server
 	// Note says what was left out, if anything ("" when dynoxide runs).
 	Note string
 
@@ -44,30 +45,45 @@ func StartAWS(ctx context.Context, port int, logDir string, wrap ...func(http.Ha
 		a.Stop()
 		return nil, err
 	}
-	motoLog, err := os.Create(filepath.Join(logDir, "moto.log"))
+	kind, err := awstest.AWSEmulator()
 	if err != nil {
 		return fail(err)
 	}
-	defer motoLog.Close()
-	bin, err := awstest.MotoBinary()
+	logFile, err := os.Create(filepath.Join(logDir, kind+".log"))
 	if err != nil {
 		return fail(err)
 	}
-	motoPort, err := awstest.FreePort()
+	defer logFile.Close()
+	servicesPort, err := awstest.FreePort()
 	if err != nil {
 		return fail(err)
 	}
-	if a.Moto, err = awstest.Launch(ctx, bin, motoPort, motoLog); err != nil {
+	if a.Services, err = awstest.LaunchAWS(ctx, servicesPort, logFile); err != nil {
 		return fail(err)
 	}
-	a.Dynamo = a.Moto
-	if bin, err := awstest.DynoxideBinary(); err != nil {
+	if bin, err := awstest.DynoxideBinary(); err == nil {
+		if a.Dynamo, err = awstest.LaunchDynoxide(bin); err != nil {
+			return fail(err)
+		}
+	} else if kind == awstest.Moto {
+		a.Dynamo = a.Services
 		a.Note = fmt.Sprintf("DynamoDB is moto's (%v): slower as the table fills", err)
-	} else if a.Dynamo, err = awstest.LaunchDynoxide(bin); err != nil {
-		return fail(err)
+	} else {
+		mbin, merr := awstest.MotoBinary()
+		if merr != nil {
+			return fail(fmt.Errorf("no DynamoDB emulator: %v; %v", err, merr))
+		}
+		motoPort, perr := awstest.FreePort()
+		if perr != nil {
+			return fail(perr)
+		}
+		if a.Dynamo, err = awstest.Launch(ctx, mbin, motoPort, logFile); err != nil {
+			return fail(err)
+		}
+		a.Note = "DynamoDB is moto's (dynoxide not found: `make dynoxide` installs it): slower as the table fills"
 	}
 	dyn, _ := url.Parse(a.Dynamo.Endpoint)
-	rest, _ := url.Parse(a.Moto.Endpoint)
+	rest, _ := url.Parse(a.Services.Endpoint)
 	h := NewRouter(dyn, rest)
 	for _, w := range wrap {
 		h = w(h)
@@ -88,12 +104,20 @@ func (a *AWS) Stop() {
 		_ = a.srv.Shutdown(ctx)
 		cancel()
 	}
-	if a.Dynamo != nil && a.Dynamo != a.Moto {
+	if a.Dynamo != nil && a.Dynamo != a.Services {
 		a.Dynamo.Stop()
 	}
-	if a.Moto != nil {
-		a.Moto.Stop()
+	if a.Services != nil {
+		a.Services.Stop()
 	}
+}
+
+// Emulators says which emulator serves what behind the router.
+func (a *AWS) Emulators() string {
+	if a.Dynamo == a.Services {
+		return a.Services.Kind + " for all"
+	}
+	return "DynamoDB: " + a.Dynamo.Kind + "; SQS, S3, Secrets Manager, EventBridge: " + a.Services.Kind
 }
 
 // Atomic says DynamoDB's conditional writes are atomic here (dynoxide);

@@ -384,14 +384,36 @@ func deletions(ev events.SQSEvent, resp events.SQSEventResponse, handlerErr erro
 	return toDelete, len(failedIDs), ""
 }
 
-// delete removes records in one DeleteMessageBatch call and returns how many
-// SQS confirmed.
+// maxDeleteBatch is the most entries SQS takes in one DeleteMessageBatch
+// (TooManyEntriesInBatchRequest beyond it).
+const maxDeleteBatch = 10
+
+// delete removes records, at most maxDeleteBatch to a DeleteMessageBatch
+// call as SQS requires (a batch of BatchSize up to 10,000 takes many), and
+// returns how many SQS confirmed. A call that fails does not stop the
+// others: each record it carried stays on the queue and returns after the
+// visibility timeout, as it would from Lambda's own failed delete.
 func (p *Poller) delete(ctx context.Context, recs []events.SQSMessage) (int, error) {
 	if len(recs) == 0 {
 		return 0, nil
 	}
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), deleteTimeout)
 	defer cancel()
+	deleted := 0
+	var errs []error
+	for from := 0; from < len(recs); from += maxDeleteBatch {
+		n, err := p.deleteBatch(ctx, recs[from:min(from+maxDeleteBatch, len(recs))])
+		deleted += n
+		if err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return deleted, errors.Join(errs...)
+}
+
+// deleteBatch is one DeleteMessageBatch call of at most maxDeleteBatch
+// records.
+func (p *Poller) deleteBatch(ctx context.Context, recs []events.SQSMessage) (int, error) {
 	entries := make([]types.DeleteMessageBatchRequestEntry, len(recs))
 	for i, r := range recs {
 		entries[i] = types.DeleteMessageBatchRequestEntry{

@@ -29,9 +29,11 @@ import (
 // loadReport is the load benchmark: the system's figures beside the floor
 // of the minimal calls per event on the same emulators, in the same run.
 type loadReport struct {
-	// PeakMoto and PeakDynamo are the emulators' peak resident memory
+	// PeakServices and PeakDynamo are the emulators' peak resident memory
 	// (VmHWM) over the whole run, in MiB.
-	PeakMoto, PeakDynamo float64
+	PeakServices, PeakDynamo float64
+	// Services names the emulator of SQS and the rest (kumo or moto).
+	Services string
 	// FirstTenth and LastTenth are the events processed per second over
 	// the first and the last tenth of the events, in the order they were
 	// processed: a table that slowed down as it filled would show it.
@@ -85,8 +87,9 @@ func measureLoad(ctx context.Context, sys *system, o options, w *workload, rep *
 		}
 	}
 	lr.Floor, lr.FloorIngest = floor, ingest
-	lr.PeakMoto = peakMiB(sys.aws.Moto.Pid())
-	if sys.aws.Dynamo != sys.aws.Moto {
+	lr.Services = sys.aws.Services.Kind
+	lr.PeakServices = peakMiB(sys.aws.Services.Pid())
+	if sys.aws.Dynamo != sys.aws.Services {
 		lr.PeakDynamo = peakMiB(sys.aws.Dynamo.Pid())
 	}
 	rep.Load = lr
@@ -96,8 +99,8 @@ func measureLoad(ctx context.Context, sys *system, o options, w *workload, rep *
 func (l *loadReport) print(out io.Writer) {
 	fmt.Fprintf(out, "torture: load: ingest %.0f deliveries/s; all processed %s after the first delivery; floor (one conditional put, one send, batched receive and delete, one transaction per event) %s, ingest %.0f events/s: %.2fx the floor\n",
 		l.Ingest, l.AllDone.Round(100*time.Millisecond), l.Floor.Round(100*time.Millisecond), l.FloorIngest, l.AllDone.Seconds()/l.Floor.Seconds())
-	fmt.Fprintf(out, "torture: load: processed %.0f events/s over the first tenth, %.0f over the last (%.2fx); peak memory moto %.0f MiB, dynoxide %.0f MiB\n",
-		l.FirstTenth, l.LastTenth, l.LastTenth/max(l.FirstTenth, 0.001), l.PeakMoto, l.PeakDynamo)
+	fmt.Fprintf(out, "torture: load: processed %.0f events/s over the first tenth, %.0f over the last (%.2fx); peak memory %s %.0f MiB, dynoxide %.0f MiB\n",
+		l.FirstTenth, l.LastTenth, l.LastTenth/max(l.FirstTenth, 0.001), l.Services, l.PeakServices, l.PeakDynamo)
 	fmt.Fprintf(out, "torture: load: AWS calls per event: system %s; floor %s\n", perEvent(l.SysCalls, l.Events), perEvent(l.FloorCalls, l.Events))
 }
 

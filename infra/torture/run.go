@@ -156,7 +156,7 @@ func startSystem(ctx context.Context, o options) (*system, error) {
 	sys.aws = a
 	sys.stops = append(sys.stops, a.Stop)
 	sys.ddb = dynamodb.NewFromConfig(a.Dynamo.Config())
-	sys.sqs = sqs.NewFromConfig(a.Moto.Config())
+	sys.sqs = sqs.NewFromConfig(a.Services.Config())
 
 	sys.receiver = newReceiver(o.Seed, o.Hang)
 	if o.Load {

@@ -1,6 +1,7 @@
-// Package awstest starts moto's server on a free loopback port so adapter and
-// end-to-end tests can talk to DynamoDB, SQS and Secrets Manager over the real
-// wire protocol. It is imported only by tests.
+// Package awstest starts the local AWS emulators on free loopback ports so
+// adapter and end-to-end tests can talk to SQS, S3, Secrets Manager and
+// EventBridge (kumo, or moto when LOCAL_AWS=moto) and DynamoDB (dynoxide)
+// over the real wire protocol. It is imported only by tests and local tools.
 package awstest
 
 import (
@@ -28,35 +29,37 @@ import (
 // Region is the region every emulated client uses.
 const Region = "us-east-1"
 
-// Server is a running emulator bound to 127.0.0.1: moto_server, or
+// Server is a running emulator bound to 127.0.0.1: kumo or moto_server
+// (SQS, S3, Secrets Manager, EventBridge; moto serves DynamoDB too), or
 // dynoxide (DynamoDB only).
 type Server struct {
 	// Endpoint is the base URL, e.g. http://127.0.0.1:40123.
 	Endpoint string
+	// Kind is Kumo, Moto or "dynoxide".
+	Kind string
 	// Atomic says the emulator evaluates a write's condition and applies
 	// it atomically, as DynamoDB does (dynoxide); moto does not, so its
 	// clients go one request at a time (SerialConfig).
 	Atomic bool
 	cmd    *exec.Cmd
+	// How it was started, for Reset's restart of kumo.
+	bin  string
+	port int
+	out  *os.File
+	// waited is closed when the process has exited (kumo only).
+	waited chan struct{}
 }
 
-// Start launches moto_server for the test and stops it in tb.Cleanup. Under
-// `go test -short` the test is skipped, so unit tests need nothing installed.
-// Without moto_server the test fails with a message naming the fix.
+// Start launches the AWS emulator LOCAL_AWS names (kumo by default) for
+// the test and stops it in tb.Cleanup. Under `go test -short` the test is
+// skipped, so unit tests need nothing installed. Without the emulator the
+// test fails with a message naming the fix.
 func Start(tb testing.TB) *Server {
 	tb.Helper()
 	if testing.Short() {
-		tb.Skip("integration test: needs moto_server (skipped with -short)")
+		tb.Skip("integration test: needs the local AWS emulator (skipped with -short)")
 	}
-	bin, err := MotoBinary()
-	if err != nil {
-		tb.Fatal(err)
-	}
-	port, err := FreePort()
-	if err != nil {
-		tb.Fatalf("free port: %v", err)
-	}
-	s, err := Launch(context.Background(), bin, port, nil)
+	s, err := launchAWS()
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -93,15 +96,25 @@ func (s *shared) Stop() {
 	}
 }
 
-// Shared is one moto server for a whole test package, started by the first
-// test that asks for it. Stop it from TestMain after m.Run.
+// Shared is one AWS emulator (LOCAL_AWS: kumo by default) for a whole
+// test package, started by the first test that asks for it. Stop it from
+// TestMain after m.Run.
 type Shared struct{ shared }
 
 // Get returns the package's server, starting it on first use; under -short
 // the test is skipped.
 func (s *Shared) Get(tb testing.TB) *Server {
 	tb.Helper()
-	return s.get(tb, "moto_server", launchMoto)
+	return s.get(tb, "the local AWS emulator", launchAWS)
+}
+
+// launchAWS starts the emulator LOCAL_AWS names on a free loopback port.
+func launchAWS() (*Server, error) {
+	port, err := FreePort()
+	if err != nil {
+		return nil, fmt.Errorf("free port: %w", err)
+	}
+	return LaunchAWS(context.Background(), port, nil)
 }
 
 // launchMoto starts moto_server on a free loopback port.
@@ -147,7 +160,7 @@ func Launch(ctx context.Context, bin string, port int, out *os.File) (*Server, e
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("start %s: %w", bin, err)
 	}
-	s := &Server{Endpoint: fmt.Sprintf("http://127.0.0.1:%d", port), cmd: cmd}
+	s := &Server{Endpoint: fmt.Sprintf("http://127.0.0.1:%d", port), Kind: Moto, cmd: cmd}
 	exited := make(chan error, 1)
 	go func() { exited <- cmd.Wait() }()
 	deadline := time.Now().Add(30 * time.Second)
@@ -204,9 +217,23 @@ func (s *Server) kill() {
 	_ = syscall.Kill(-s.cmd.Process.Pid, syscall.SIGKILL)
 }
 
-// Reset clears every emulated resource (POST /moto-api/reset).
+// Reset clears every emulated resource: moto's POST /moto-api/reset; kumo,
+// which has no reset, is started again on the same port (about 0.1 s), so
+// the Endpoint stays.
 func (s *Server) Reset(tb testing.TB) {
 	tb.Helper()
+	if s.Kind == Kumo {
+		s.kill()
+		if s.cmd != nil {
+			<-s.waited
+		}
+		n, err := LaunchKumo(context.Background(), s.bin, s.port, s.out)
+		if err != nil {
+			tb.Fatalf("restart kumo: %v", err)
+		}
+		*s = *n
+		return
+	}
 	resp, err := http.Post(s.Endpoint+"/moto-api/reset", "application/json", nil)
 	if err != nil {
 		tb.Fatalf("reset moto: %v", err)

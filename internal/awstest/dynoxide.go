@@ -71,7 +71,7 @@ func LaunchDynoxide(bin string) (*Server, error) {
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("start %s: %w", bin, err)
 	}
-	s := &Server{Endpoint: fmt.Sprintf("http://127.0.0.1:%d", port), cmd: cmd, Atomic: true}
+	s := &Server{Endpoint: fmt.Sprintf("http://127.0.0.1:%d", port), Kind: "dynoxide", cmd: cmd, Atomic: true}
 	deadline := time.Now().Add(10 * time.Second)
 	for {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
@@ -110,4 +110,21 @@ func launchDynamoDB() (*Server, error) {
 	}
 	fmt.Fprintln(os.Stderr, "awstest: dynoxide not found (`make dynoxide` installs it): DynamoDB tests run against moto, slower")
 	return launchMoto()
+}
+
+// StartDynamoDB launches a DynamoDB emulator for the test alone, dynoxide
+// where it is installed, else moto (with a note, once), and stops it in
+// tb.Cleanup; under -short the test is skipped. Its clients take
+// SafeConfig.
+func StartDynamoDB(tb testing.TB) *Server {
+	tb.Helper()
+	if testing.Short() {
+		tb.Skip("integration test: needs a DynamoDB emulator (skipped with -short)")
+	}
+	s, err := launchDynamoDB()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(s.Stop)
+	return s
 }

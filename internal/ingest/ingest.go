@@ -124,9 +124,31 @@ func (h *Handler) HandleV1(ctx context.Context, e events.APIGatewayProxyRequest)
 	return h.serve(ctx, req, err, start).V1(), nil
 }
 
+// answerMargin is the part of the invocation's time that ingest keeps for
+// itself after its last AWS call: to log, and to answer before Lambda's
+// timeout does. Every call is bounded by the deadline less this margin, so
+// a slow queue or table gets ingest's own 503 (with the event stored, when
+// it was: the sweep then queues it) and never the platform's "timed out",
+// which API Gateway turns into a 5xx that says nothing. A short invocation
+// keeps a quarter of its time instead.
+const answerMargin = 500 * time.Millisecond
+
+// callBound returns ctx bounded by its deadline less answerMargin (or a
+// quarter of what is left, if that is less); without a deadline, ctx.
+func callBound(ctx context.Context) (context.Context, context.CancelFunc) {
+	deadline, ok := ctx.Deadline()
+	if !ok {
+		return ctx, func() {}
+	}
+	margin := min(answerMargin, time.Until(deadline)/4)
+	return context.WithDeadline(ctx, deadline.Add(-margin))
+}
+
 // serve answers one normalized request (or the error normalizing it) and
 // logs one line for it.
 func (h *Handler) serve(ctx context.Context, req apigw.Request, reqErr error, start time.Time) apigw.Response {
+	callCtx, cancel := callBound(ctx)
+	defer cancel()
 	var res result
 	switch {
 	case errors.Is(reqErr, apigw.ErrBodyTooLarge):
@@ -134,7 +156,7 @@ func (h *Handler) serve(ctx context.Context, req apigw.Request, reqErr error, st
 	case reqErr != nil:
 		res = fail(http.StatusBadRequest, outcomeInvalid, "invalid body encoding", reqErr)
 	default:
-		res = h.handle(ctx, req, start)
+		res = h.handle(callCtx, req, start)
 	}
 	log := obs.WithRequest(ctx, h.cfg.Logger)
 	// The path segments and the event key are the client's choice and are

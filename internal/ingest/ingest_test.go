@@ -9,16 +9,21 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/credentials"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
 	"github.com/webhook-inbox/webhook-inbox/internal/inbox"
 	"github.com/webhook-inbox/webhook-inbox/internal/obs"
 	"github.com/webhook-inbox/webhook-inbox/internal/obs/emftest"
+	"github.com/webhook-inbox/webhook-inbox/internal/queue"
 	"github.com/webhook-inbox/webhook-inbox/internal/signature"
 	"github.com/webhook-inbox/webhook-inbox/internal/source"
 )
@@ -851,4 +856,111 @@ func TestSubscribeWithPreviousToken(t *testing.T) {
 			}
 		})
 	}
+}
+
+// hangingQueue never answers: each Enqueue waits for its context to end,
+// and records the deadline it was given.
+type hangingQueue struct {
+	mu        sync.Mutex
+	deadlines []time.Time
+}
+
+func (q *hangingQueue) Enqueue(ctx context.Context, _ inbox.Key) error {
+	d, _ := ctx.Deadline()
+	q.mu.Lock()
+	q.deadlines = append(q.deadlines, d)
+	q.mu.Unlock()
+	<-ctx.Done()
+	return fmt.Errorf("send: %w", ctx.Err())
+}
+
+// A queue that never answers gets ingest's own 503, with the event stored
+// (the sweep queues it), before the invocation's deadline: every AWS call
+// is bounded by the deadline less the answer's margin, so the platform's
+// timeout never answers for ingest. Over the wire, the same through the
+// real queue adapter and SDK against a server that never answers.
+func TestAnswersBeforeTheDeadline(t *testing.T) {
+	stop := make(chan struct{})
+	never := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case <-r.Context().Done():
+		case <-stop:
+		}
+	}))
+	defer never.Close()
+	defer close(stop)
+	sqsClient := sqs.NewFromConfig(aws.Config{
+		Region:       "us-east-1",
+		Credentials:  credentials.NewStaticCredentialsProvider("test", "test", ""),
+		BaseEndpoint: aws.String(never.URL),
+	})
+	hanging := &hangingQueue{}
+	for _, tt := range []struct {
+		name  string
+		queue Queue
+	}{
+		{"a queue that never answers", hanging},
+		{"SQS over the wire that never answers", queue.New(sqsClient, never.URL+"/000000000000/q")},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			f := newFixture(t)
+			f.h.cfg.Queue = tt.queue
+			f.h.cfg.Now = time.Now
+			req := signedRequest(invoiceBody, testSecret, time.Now())
+			deadline := time.Now().Add(2 * time.Second)
+			ctx, cancel := context.WithDeadline(context.Background(), deadline)
+			defer cancel()
+			resp, err := f.h.HandleV2(ctx, req)
+			if err != nil {
+				t.Fatalf("HandleV2: %v", err)
+			}
+			if resp.StatusCode != http.StatusServiceUnavailable {
+				t.Errorf("status %d, want 503 (%s)", resp.StatusCode, resp.Body)
+			}
+			if ctx.Err() != nil {
+				t.Errorf("answered after the invocation's deadline")
+			}
+			if _, ok := f.store.events["stripe##evt_1"]; !ok {
+				t.Errorf("event not stored; stored: %v", f.store.events)
+			}
+		})
+	}
+	if len(hanging.deadlines) != 1 {
+		t.Fatalf("enqueue calls: %d, want 1", len(hanging.deadlines))
+	}
+}
+
+func TestCallBound(t *testing.T) {
+	now := time.Now()
+	for _, tt := range []struct {
+		name     string
+		left     time.Duration
+		wantLeft time.Duration
+	}{
+		{"keeps the margin", 10 * time.Second, 10*time.Second - answerMargin},
+		{"a short invocation keeps a quarter", time.Second, 750 * time.Millisecond},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			ctx, cancel := context.WithDeadline(context.Background(), now.Add(tt.left))
+			defer cancel()
+			bound, cancelBound := callBound(ctx)
+			defer cancelBound()
+			d, ok := bound.Deadline()
+			if !ok {
+				t.Fatal("no deadline")
+			}
+			// time.Until in callBound runs after now: the margin can only
+			// come out smaller by that much, never larger.
+			if got := d.Sub(now); got < tt.wantLeft || got > tt.wantLeft+50*time.Millisecond {
+				t.Errorf("deadline %v after now, want %v", got, tt.wantLeft)
+			}
+		})
+	}
+	t.Run("no deadline", func(t *testing.T) {
+		bound, cancel := callBound(context.Background())
+		defer cancel()
+		if _, ok := bound.Deadline(); ok {
+			t.Error("a deadline was added")
+		}
+	})
 }

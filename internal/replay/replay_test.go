@@ -54,7 +54,8 @@ func drainAll(tb testing.TB, q *queue.Queue) []string {
 }
 
 // stack is the table and queues of template.yaml, provisioned in a fresh
-// moto, with the handles the tests use.
+// DynamoDB emulator (dynoxide) and a fresh local AWS (kumo), with the
+// handles the tests use.
 type stack struct {
 	store     *inboxstore.Store
 	dlq, main *queue.Queue
@@ -64,8 +65,8 @@ type stack struct {
 
 func mustStack(tb testing.TB) stack {
 	tb.Helper()
-	s := awstest.Start(tb)
-	cfg := s.SerialConfig()
+	cfg := awstest.Start(tb).Config()
+	dbCfg := awstest.StartDynamoDB(tb).SafeConfig()
 	root, err := awstest.ModuleRoot()
 	if err != nil {
 		tb.Fatal(err)
@@ -74,7 +75,7 @@ func mustStack(tb testing.TB) stack {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	db, client := dynamodb.NewFromConfig(cfg), sqs.NewFromConfig(cfg)
+	db, client := dynamodb.NewFromConfig(dbCfg), sqs.NewFromConfig(cfg)
 	res, err := template.Provision(context.Background(), db, client, tpl, template.ProvisionOptions{})
 	if err != nil {
 		tb.Fatal(err)

@@ -18,12 +18,10 @@ import (
 	"github.com/webhook-inbox/webhook-inbox/internal/awstest"
 )
 
-// TestProvision runs the Provision tests against one moto server over the
-// wire, reset before each.
+// TestProvision runs the Provision tests over the wire, each against a
+// fresh local AWS (kumo) and DynamoDB emulator (dynoxide): both start in
+// a fraction of a second.
 func TestProvision(t *testing.T) {
-	s := awstest.Start(t)
-	cfg := s.Config()
-	ddb, sq := dynamodb.NewFromConfig(cfg), sqs.NewFromConfig(cfg)
 	tests := []struct {
 		name string
 		run  func(*testing.T, *dynamodb.Client, *sqs.Client)
@@ -35,7 +33,8 @@ func TestProvision(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			s.Reset(t)
+			ddb := dynamodb.NewFromConfig(awstest.StartDynamoDB(t).SafeConfig())
+			sq := sqs.NewFromConfig(awstest.Start(t).Config())
 			tt.run(t, ddb, sq)
 		})
 	}

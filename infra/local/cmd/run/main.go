@@ -1,7 +1,7 @@
 // Command run is `make run`: the whole system on this machine with no
 // Docker and no AWS account. It starts the local AWS on 127.0.0.1:4566
-// (moto for SQS and Secrets Manager, dynoxide for DynamoDB, behind one
-// router; moto for all where dynoxide is missing),
+// (kumo for SQS, S3, Secrets Manager and EventBridge, dynoxide for
+// DynamoDB, behind one router; LOCAL_AWS=moto puts moto in kumo's place),
 // creates the table and queues that template.yaml declares, seeds the
 // secrets of infra/local/sources.json, serves the HTTP API on
 // 127.0.0.1:3000 with the ingest handler, and feeds the main queue to the
@@ -46,7 +46,7 @@ func main() {
 
 func run() error {
 	apiAddr := flag.String("api", "127.0.0.1:3000", "address of the local HTTP API")
-	awsPort := flag.Int("aws-port", 4566, "port on 127.0.0.1 of the local AWS endpoint (moto, and dynoxide for DynamoDB, behind one router)")
+	awsPort := flag.Int("aws-port", 4566, "port on 127.0.0.1 of the local AWS endpoint (kumo, and dynoxide for DynamoDB, behind one router)")
 	tplPath := flag.String("template", "template.yaml", "SAM template to read resources from")
 	srcPath := flag.String("sources", "infra/local/sources.json", "local sources with dev-only secrets")
 	stateDir := flag.String("state", ".local", "directory for the emulator's log")
@@ -172,7 +172,7 @@ webhook-inbox is running locally.
               aws --endpoint-url %s dynamodb scan --table-name %s
   Ctrl-C stops everything.
 
-`, ln.Addr(), sources.Names(), aws.Endpoint, emulators(aws), stack.Resources.TableName, stack.Resources.QueueURL,
+`, ln.Addr(), sources.Names(), aws.Endpoint, aws.Emulators(), stack.Resources.TableName, stack.Resources.QueueURL,
 		stack.Resources.DLQURL, stack.Resources.MaxReceiveCount, stack.Resources.VisibilityTimeout,
 		sweeper.Every, stack.Replay.SweepAfter, forwarding, aws.Endpoint, stack.Resources.TableName)
 
@@ -233,12 +233,4 @@ func envDuration(name string) time.Duration {
 		os.Exit(2)
 	}
 	return d
-}
-
-// emulators says which emulator serves what behind the router.
-func emulators(a *local.AWS) string {
-	if a.Dynamo == a.Moto {
-		return "moto"
-	}
-	return "DynamoDB: dynoxide, the rest: moto"
 }
