@@ -672,7 +672,9 @@ func TestPollOnceDeletesInTens(t *testing.T) {
 				return nil
 			}
 			p := &Poller{SQS: f, QueueURL: "http://q", QueueARN: "arn:aws:sqs:us-east-1:000000000000:q", Region: "us-east-1",
-				Handler: func(context.Context, events.SQSEvent) (events.SQSEventResponse, error) { return events.SQSEventResponse{}, nil }}
+				Handler: func(context.Context, events.SQSEvent) (events.SQSEventResponse, error) {
+					return events.SQSEventResponse{}, nil
+				}}
 			n, err := p.PollOnce(context.Background())
 			if n != 25 {
 				t.Fatalf("PollOnce received %d, want 25", n)
