@@ -38,7 +38,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/eventbridge"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
-	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/smithy-go/middleware"
 
 	"github.com/webhook-inbox/webhook-inbox/infra/local"
@@ -203,7 +202,7 @@ func run(n int, out io.Writer) error {
 		return fmt.Errorf("PAYLOAD_RETENTION_DAYS: %w", err)
 	}
 	objectDays := claimcheck.ObjectDays(time.Duration(retention) * 24 * time.Hour)
-	poller := stack.Poller(sqs.NewFromConfig(cfg), awstest.Region, slog.New(slog.DiscardHandler))
+	poller := stack.Poller(local.PollerClient(cfg), awstest.Region, slog.New(slog.DiscardHandler))
 	handle := poller.Handler
 	poller.Handler = func(ctx context.Context, e events.SQSEvent) (events.SQSEventResponse, error) {
 		start := time.Now()

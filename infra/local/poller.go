@@ -12,8 +12,11 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-lambda-go/lambdacontext"
 	"github.com/aws/aws-sdk-go-v2/aws"
+	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
+
+	"github.com/webhook-inbox/webhook-inbox/internal/awstest"
 )
 
 // Poller defaults and limits.
@@ -503,4 +506,17 @@ func (p *Poller) logger() *slog.Logger {
 		return slog.New(slog.DiscardHandler)
 	}
 	return p.Logger
+}
+
+// PollerClient is the SQS client of a local poller: cfg's, with each
+// request's body kept from the SDK's early close (awstest.KeepRequestBody),
+// so a receive from the local AWS is not lost with its messages in
+// flight. Lambda's own poller is not the SDK; the functions' clients keep
+// the SDK's behaviour.
+func PollerClient(cfg aws.Config) *sqs.Client {
+	next := cfg.HTTPClient
+	if next == nil {
+		next = awshttp.NewBuildableClient()
+	}
+	return sqs.NewFromConfig(cfg, func(o *sqs.Options) { o.HTTPClient = awstest.KeepRequestBody(next) })
 }

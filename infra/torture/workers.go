@@ -15,7 +15,6 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
 	"github.com/webhook-inbox/webhook-inbox/infra/local"
 	"github.com/webhook-inbox/webhook-inbox/internal/app"
@@ -54,7 +53,7 @@ func runWorker(spec string) error {
 		return err
 	}
 	poller := &local.Poller{
-		SQS: sqs.NewFromConfig(awsCfg), QueueURL: ps.QueueURL, QueueARN: ps.QueueARN, Region: ps.Region,
+		SQS: local.PollerClient(awsCfg), QueueURL: ps.QueueURL, QueueARN: ps.QueueARN, Region: ps.Region,
 		BatchSize: ps.BatchSize, BatchingWindow: ps.BatchingWindow, MaxConcurrency: ps.MaxConcurrency,
 		Timeout: ps.Timeout, Handler: p.Handle, Logger: log.With("component", "poller"),
 	}

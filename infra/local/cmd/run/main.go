@@ -24,7 +24,6 @@ import (
 	"time"
 
 	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
-	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
 	"github.com/webhook-inbox/webhook-inbox/infra/local"
 	"github.com/webhook-inbox/webhook-inbox/infra/local/template"
@@ -127,7 +126,7 @@ func run() error {
 	srvErr := make(chan error, 1)
 	go func() { srvErr <- srv.Serve(ln) }()
 
-	poller := stack.Poller(sqs.NewFromConfig(cfg), cfg.Region, log.With("component", "poller"))
+	poller := stack.Poller(local.PollerClient(cfg), cfg.Region, log.With("component", "poller"))
 	pollDone := make(chan error, 1)
 	go func() { pollDone <- poller.Run(ctx) }()
 
@@ -151,7 +150,7 @@ func run() error {
 	go func() {
 		defer close(forwardDone)
 		if stack.ForwardedQueueURL != "" {
-			local.LogForwarded(ctx, sqs.NewFromConfig(cfg), stack.ForwardedQueueURL, log.With("component", "forwarded"))
+			local.LogForwarded(ctx, local.PollerClient(cfg), stack.ForwardedQueueURL, log.With("component", "forwarded"))
 		}
 	}()
 	forwarding := "off (no \"forward\" in the sources file)"
