@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strconv"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -93,7 +94,13 @@ func (f Forwarded) EventKey() string {
 // ReceiveForwarded receives (and deletes) what the forwarded-events queue
 // holds now, waiting up to wait seconds for the first.
 func ReceiveForwarded(ctx context.Context, q *sqs.Client, url string, wait int32) ([]Forwarded, error) {
-	out, err := q.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{QueueUrl: aws.String(url), MaxNumberOfMessages: 10, WaitTimeSeconds: wait})
+	return receiveForwarded(ctx, q, url, wait, 0)
+}
+
+// receiveForwarded is ReceiveForwarded with the received messages'
+// visibility timeout (0: the queue's).
+func receiveForwarded(ctx context.Context, q *sqs.Client, url string, wait, visibility int32) ([]Forwarded, error) {
+	out, err := q.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{QueueUrl: aws.String(url), MaxNumberOfMessages: 10, WaitTimeSeconds: wait, VisibilityTimeout: visibility})
 	if err != nil {
 		return nil, err
 	}
@@ -111,21 +118,51 @@ func ReceiveForwarded(ctx context.Context, q *sqs.Client, url string, wait int32
 	return got, nil
 }
 
+// drainVisibility is how long a message the drain received stays hidden:
+// a receive whose answer was lost (the SDK then retries it) leaves its
+// messages in flight, and the drain waits for them to come back.
+const drainVisibility = 3
+
 // DrainForwarded receives (and deletes) everything the forwarded-events
-// queue holds, until two receives of a second find nothing.
+// queue holds, visible or in flight: it ends when two receives of a second
+// find nothing and the queue counts no message at all. A drain that ended
+// at the first empty receives would miss the messages of a receive whose
+// answer was lost, and an audit would count their events never forwarded.
 func DrainForwarded(ctx context.Context, q *sqs.Client, url string) ([]Forwarded, error) {
 	var all []Forwarded
-	for empty := 0; empty < 2; {
-		batch, err := ReceiveForwarded(ctx, q, url, 1)
+	for {
+		for empty := 0; empty < 2; {
+			batch, err := receiveForwarded(ctx, q, url, 1, drainVisibility)
+			if err != nil {
+				return all, err
+			}
+			if len(batch) == 0 {
+				empty++
+			}
+			all = append(all, batch...)
+		}
+		attrs, err := q.GetQueueAttributes(ctx, &sqs.GetQueueAttributesInput{QueueUrl: aws.String(url), AttributeNames: []sqstypes.QueueAttributeName{
+			sqstypes.QueueAttributeNameApproximateNumberOfMessages,
+			sqstypes.QueueAttributeNameApproximateNumberOfMessagesNotVisible,
+			sqstypes.QueueAttributeNameApproximateNumberOfMessagesDelayed,
+		}})
 		if err != nil {
 			return all, err
 		}
-		if len(batch) == 0 {
-			empty++
+		left := 0
+		for _, v := range attrs.Attributes {
+			n, _ := strconv.Atoi(v)
+			left += n
 		}
-		all = append(all, batch...)
+		if left == 0 {
+			return all, nil
+		}
+		select {
+		case <-ctx.Done():
+			return all, ctx.Err()
+		case <-time.After(time.Second):
+		}
 	}
-	return all, nil
 }
 
 // LogForwarded logs each event arriving on the forwarded-events queue

@@ -135,17 +135,18 @@ func (q testQueue) mustSendAll(tb testing.TB, ins ...*sqs.SendMessageInput) []*s
 	return nil
 }
 
-// loseFirstAnswer delivers every request, but reports its first
-// SendMessage as failed after the server took it, as a connection reset
-// after the request was written does.
+// loseFirstAnswer delivers every request, but reports its first call of
+// op (".SendMessage", ".ReceiveMessage") as failed after the server took
+// it, as a connection reset after the request was written does.
 type loseFirstAnswer struct {
 	next aws.HTTPClient
+	op   string
 	lost atomic.Bool
 }
 
 func (l *loseFirstAnswer) Do(req *http.Request) (*http.Response, error) {
 	resp, err := l.next.Do(req)
-	if err != nil || !strings.HasSuffix(req.Header.Get("X-Amz-Target"), ".SendMessage") || l.lost.Swap(true) {
+	if err != nil || !strings.HasSuffix(req.Header.Get("X-Amz-Target"), l.op) || l.lost.Swap(true) {
 		return resp, err
 	}
 	resp.Body.Close()
@@ -249,7 +250,7 @@ func TestPollerAgainstMoto(t *testing.T) {
 		t.Parallel()
 		q := mustQueues(t, client)
 		cfg := srv.Config()
-		cfg.HTTPClient = &loseFirstAnswer{next: &http.Client{}}
+		cfg.HTTPClient = &loseFirstAnswer{next: &http.Client{}, op: ".SendMessage"}
 		q.client = sqs.NewFromConfig(cfg)
 		ids := q.mustSend(t, "a", "b")
 		if n := mustCount(t, client, q.url); n != 2 {
@@ -422,7 +423,7 @@ func TestPollerAgainstMoto(t *testing.T) {
 		want := []string{"SentTimestamp", "ApproximateFirstReceiveTimestamp"}
 		if srv.Kind == awstest.Moto {
 			// SQS sets SenderId and so does moto; kumo sets none (a flaw of
-			// the emulator's, docs/testing.md), and nothing here reads it.
+			// the emulator's, docs/local-aws.md), and nothing here reads it.
 			want = append(want, "SenderId")
 		}
 		for _, name := range want {

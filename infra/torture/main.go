@@ -126,7 +126,7 @@ func defaults() options {
 		root = "."
 	}
 	return options{
-		Events: 10000, Seed: 1, Workers: 2, KillEvery: 2 * time.Second, FaultRate: 0.05, Senders: 16, Backlog: 300,
+		Events: 10000, Seed: 1, Workers: 2, KillEvery: 2 * time.Second, FaultRate: 0.05, Senders: 16, Backlog: 0,
 		Visibility: 40 * time.Second, SweepEvery: 10 * time.Second, SweepAfter: 10 * time.Second,
 		RetryBase: 1, RetryCap: 5, Hang: 12 * time.Second, Settle: 6 * time.Minute,
 		Dir: filepath.Join(root, ".build", "torture"), Root: root,

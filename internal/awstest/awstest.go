@@ -44,12 +44,6 @@ type Server struct {
 	// clients go one request at a time (SerialConfig).
 	Atomic bool
 	cmd    *exec.Cmd
-	// How it was started, for Reset's restart of kumo.
-	bin  string
-	port int
-	out  *os.File
-	// waited is closed when the process has exited (kumo only).
-	waited chan struct{}
 }
 
 // Start launches the AWS emulator LOCAL_AWS names (kumo by default) for
@@ -217,30 +211,6 @@ func (s *Server) kill() {
 		return
 	}
 	_ = syscall.Kill(-s.cmd.Process.Pid, syscall.SIGKILL)
-}
-
-// Reset clears every emulated resource: moto's POST /moto-api/reset; kumo,
-// which has no reset, is started again on the same port (about 0.1 s), so
-// the Endpoint stays.
-func (s *Server) Reset(tb testing.TB) {
-	tb.Helper()
-	if s.Kind == Kumo {
-		s.kill()
-		if s.cmd != nil {
-			<-s.waited
-		}
-		n, err := LaunchKumo(context.Background(), s.bin, s.port, s.out)
-		if err != nil {
-			tb.Fatalf("restart kumo: %v", err)
-		}
-		*s = *n
-		return
-	}
-	resp, err := http.Post(s.Endpoint+"/moto-api/reset", "application/json", nil)
-	if err != nil {
-		tb.Fatalf("reset moto: %v", err)
-	}
-	resp.Body.Close()
 }
 
 // Config returns an aws.Config with static test credentials whose clients

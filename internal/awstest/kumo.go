@@ -82,12 +82,9 @@ func LaunchKumo(ctx context.Context, bin string, port int, out *os.File) (*Serve
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("start %s: %w", bin, err)
 	}
-	s := &Server{Endpoint: fmt.Sprintf("http://127.0.0.1:%d", port), Kind: Kumo, cmd: cmd, bin: bin, port: port, out: out, waited: make(chan struct{})}
+	s := &Server{Endpoint: fmt.Sprintf("http://127.0.0.1:%d", port), Kind: Kumo, cmd: cmd}
 	exited := make(chan error, 1)
-	go func() {
-		exited <- cmd.Wait()
-		close(s.waited)
-	}()
+	go func() { exited <- cmd.Wait() }()
 	deadline := time.Now().Add(15 * time.Second)
 	for {
 		if err := s.getOK(ctx, "/health"); err == nil {
