@@ -15,7 +15,6 @@ import (
 	"syscall"
 	"time"
 
-
 	"github.com/webhook-inbox/webhook-inbox/infra/local"
 	"github.com/webhook-inbox/webhook-inbox/internal/app"
 	"github.com/webhook-inbox/webhook-inbox/internal/app/processorfn"
