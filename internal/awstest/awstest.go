@@ -149,49 +149,41 @@ func MotoBinary() (string, error) {
 // stdout and stderr go to out when it is non-nil.
 func Launch(ctx context.Context, bin string, port int, out *os.File) (*Server, error) {
 	cmd := exec.Command(bin, "-H", "127.0.0.1", "-p", strconv.Itoa(port))
+	return launch(ctx, cmd, Moto, port, out, "/moto-api/data.json", 30*time.Second)
+}
+
+// launch starts cmd, an emulator of the kind named that serves on
+// 127.0.0.1:port, in a process group of its own, and waits up to within
+// for a GET of path to be answered 2xx.
+func launch(ctx context.Context, cmd *exec.Cmd, kind string, port int, out *os.File, path string, within time.Duration) (*Server, error) {
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if out != nil {
 		cmd.Stdout, cmd.Stderr = out, out
 	}
 	if err := cmd.Start(); err != nil {
-		return nil, fmt.Errorf("start %s: %w", bin, err)
+		return nil, fmt.Errorf("start %s: %w", cmd.Path, err)
 	}
-	s := &Server{Endpoint: fmt.Sprintf("http://127.0.0.1:%d", port), Kind: Moto, cmd: cmd}
+	s := &Server{Endpoint: fmt.Sprintf("http://127.0.0.1:%d", port), Kind: kind, cmd: cmd}
 	exited := make(chan error, 1)
 	go func() { exited <- cmd.Wait() }()
-	deadline := time.Now().Add(30 * time.Second)
+	deadline := time.Now().Add(within)
 	for {
-		if err := s.ping(ctx); err == nil {
+		if err := s.getOK(ctx, path); err == nil {
 			return s, nil
 		}
 		select {
 		case err := <-exited:
-			return nil, fmt.Errorf("moto_server exited before it answered: %v", err)
+			return nil, fmt.Errorf("%s exited before it answered (is port %d taken?): %v", kind, port, err)
 		case <-ctx.Done():
 			s.kill()
 			return nil, ctx.Err()
-		case <-time.After(50 * time.Millisecond):
+		case <-time.After(20 * time.Millisecond):
 		}
 		if time.Now().After(deadline) {
 			s.kill()
-			return nil, fmt.Errorf("moto_server on port %d did not answer within 30s", port)
+			return nil, fmt.Errorf("%s on port %d did not answer within %s", kind, port, within)
 		}
 	}
-}
-
-func (s *Server) ping(ctx context.Context) error {
-	ctx, cancel := context.WithTimeout(ctx, time.Second)
-	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, s.Endpoint+"/moto-api/data.json", nil)
-	if err != nil {
-		return err
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return err
-	}
-	resp.Body.Close()
-	return nil
 }
 
 // Stop kills moto_server and its process group.

@@ -9,7 +9,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
-	"syscall"
 	"time"
 )
 
@@ -75,34 +74,7 @@ func LaunchKumo(ctx context.Context, bin string, port int, out *os.File) (*Serve
 		"KUMO_LOG_LEVEL=warn",
 		"KUMO_DATA_DIR=",
 	)
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	if out != nil {
-		cmd.Stdout, cmd.Stderr = out, out
-	}
-	if err := cmd.Start(); err != nil {
-		return nil, fmt.Errorf("start %s: %w", bin, err)
-	}
-	s := &Server{Endpoint: fmt.Sprintf("http://127.0.0.1:%d", port), Kind: Kumo, cmd: cmd}
-	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait() }()
-	deadline := time.Now().Add(15 * time.Second)
-	for {
-		if err := s.getOK(ctx, "/health"); err == nil {
-			return s, nil
-		}
-		select {
-		case err := <-exited:
-			return nil, fmt.Errorf("kumo exited before it answered (is port %d taken?): %v", port, err)
-		case <-ctx.Done():
-			s.kill()
-			return nil, ctx.Err()
-		case <-time.After(20 * time.Millisecond):
-		}
-		if time.Now().After(deadline) {
-			s.kill()
-			return nil, fmt.Errorf("kumo on port %d did not answer within 15s", port)
-		}
-	}
+	return launch(ctx, cmd, Kumo, port, out, "/health", 15*time.Second)
 }
 
 // getOK makes a GET of path and reports whether it was answered 2xx.
