@@ -118,6 +118,9 @@ type report struct {
 	Forwarded, ForwardedAgain int
 
 	SendTime, AllDone, Elapsed time.Duration
+	// Final is when every event was finished and every outbox row final,
+	// after the first delivery; kills and faults stopped then (0: never).
+	Final time.Duration
 	Load                       *loadReport
 }
 
@@ -539,8 +542,8 @@ func (r *report) print(out io.Writer) {
 	fmt.Fprintf(out, "torture: forwarded: %d events reached the bus's consumer, %d puts again (routes retry unknowns)\n", r.Forwarded, r.ForwardedAgain)
 	fmt.Fprintf(out, "torture: dlq: %d messages, %d of them stale copies of processed events (drain-dlq deletes them)\n", r.DLQ, r.DLQStale)
 	fmt.Fprintf(out, "torture: faults: %d of %d calls (%s); by call: %s\n", r.Faults.Total(), r.Faults.Calls, counts64(r.Faults.ByFault), counts64(r.Faults.ByCall))
-	fmt.Fprintf(out, "torture: %d kills, %d workers exited by themselves; settled %t, %s after the first delivery; run %s\n",
-		r.Kills, r.WorkerExits, r.Settled, r.AllDone.Round(time.Second), r.Elapsed.Round(time.Second))
+	fmt.Fprintf(out, "torture: %d kills, %d workers exited by themselves; every event finished and row final %s after the first delivery (kills and faults stopped then); settled %t, %s after the first delivery; run %s\n",
+		r.Kills, r.WorkerExits, r.Final.Round(time.Second), r.Settled, r.AllDone.Round(time.Second), r.Elapsed.Round(time.Second))
 	if r.Load != nil {
 		r.Load.print(out)
 	}

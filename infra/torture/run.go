@@ -94,9 +94,19 @@ func run(ctx context.Context, o options, out io.Writer) (*report, error) {
 		return nil, err
 	}
 	sendTime := time.Since(sent)
-	// The kills go on while the system settles: most of the processing
-	// happens then.
-	settled, err := settle(ctx, sys, o, out)
+	// The kills and faults go on while the system settles, until every
+	// event is finished and every outbox row final: most of the processing
+	// happens then. What the main queue still holds after that are copies
+	// of finished events' messages, hidden for the visibility timeout by a
+	// killed worker or a lost answer; kills and faults would only keep
+	// hiding them. So they stop there, and the queue drains: each copy is
+	// received and deleted, and the audit then checks it changed nothing.
+	var final time.Duration
+	settled, err := settle(ctx, sys, o, out, func() {
+		final = time.Since(sent)
+		stopKills()
+		sys.faults.SetEnabled(false)
+	})
 	stopKills()
 	if err != nil {
 		return nil, err
@@ -113,7 +123,7 @@ func run(ctx context.Context, o options, out io.Writer) (*report, error) {
 	rep.Kills, rep.WorkerExits = ws.counts()
 	rep.Faults = sys.faults.Counts()
 	rep.Settled = settled
-	rep.SendTime, rep.AllDone = sendTime, allDone
+	rep.SendTime, rep.AllDone, rep.Final = sendTime, allDone, final
 	if o.Load {
 		if err := measureLoad(ctx, sys, o, w, rep, worked); err != nil {
 			return nil, err
@@ -469,15 +479,21 @@ type progress struct {
 func (p progress) done() bool { return p.Unfinished == 0 && p.Unsettled == 0 && p.Messages == 0 }
 
 // settle waits until every event is finished, every outbox row final and
-// the main queue empty, or o.Settle has passed. It reports whether the
-// system settled.
-func settle(ctx context.Context, sys *system, o options, out io.Writer) (bool, error) {
+// the main queue empty, or o.Settle has passed. It calls final once, the
+// first time every event is finished and every row final, whatever the
+// queue holds. It reports whether the system settled.
+func settle(ctx context.Context, sys *system, o options, out io.Writer, final func()) (bool, error) {
 	deadline := time.Now().Add(o.Settle)
 	lastPrint := time.Now()
+	finalCalled := false
 	for {
 		p, err := measure(ctx, sys)
 		if err != nil {
 			return false, err
+		}
+		if p.Unfinished == 0 && p.Unsettled == 0 && !finalCalled {
+			finalCalled = true
+			final()
 		}
 		if p.done() {
 			return true, nil
