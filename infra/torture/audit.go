@@ -121,7 +121,7 @@ type report struct {
 	// Final is when every event was finished and every outbox row final,
 	// after the first delivery; kills and faults stopped then (0: never).
 	Final time.Duration
-	Load                       *loadReport
+	Load  *loadReport
 }
 
 // Clean reports a 0/0/0 verdict on a settled system whose workers never

@@ -3,7 +3,7 @@
 // Command torture is `make torture`: the whole system under every fault at
 // once, then an audit of what it stored and sent.
 //
-// It starts the local AWS (moto and dynoxide behind the one router, with
+// It starts the local AWS (kumo and dynoxide behind the one router, with
 // its faults switched on), the HTTP API with the real ingest handler, the
 // sweep on a short schedule, a receipt receiver that accepts, fails or
 // hangs, and the processor as separate worker processes, each polling the

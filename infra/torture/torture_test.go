@@ -49,7 +49,7 @@ func TestShortRun(t *testing.T) {
 		t.Skipf("no dynoxide (moto's DynamoDB is not atomic across processes): %v", err)
 	}
 	o := defaults()
-	o.Events, o.Seed, o.Dir = 300, 7, t.TempDir() // and the full run's -settle: the kills go on while it settles
+	o.Events, o.Seed, o.Dir = 300, 7, t.TempDir() // and the full run's -settle: the kills go on until every event is final
 	var damaged *report
 	var staleKey string // the processed event whose message damage puts in the DLQ
 	o.inspect = func(sys *system, w *workload, st *sendStats, rep *report) {

@@ -209,7 +209,7 @@ func (s *Server) kill() {
 // all talk to this server, retrying as the SDK's standard retryer does but
 // bounded for tests: at most 3 attempts, at most 50 ms apart, and no retry
 // quota (a quota drained by one failing test would fail the next). A
-// transient transport error against moto (a kept-alive connection it
+// transient transport error against an emulator (a kept-alive connection it
 // closed: "use of closed network connection", "connection reset") is then
 // absorbed as it would be in production, not failed on. A test that
 // depends on one attempt per call uses NoRetryConfig.
