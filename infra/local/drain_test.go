@@ -4,6 +4,9 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -47,5 +50,43 @@ func TestDrainForwardedAfterALostReceive(t *testing.T) {
 	}
 	if len(keys) != n {
 		t.Errorf("drained %d events (%d messages), want %d", len(keys), len(got), n)
+	}
+}
+
+// A message received twice (it came back before its delete) is one
+// delivery: the drain returns it once. The queue here is a fake SQS over
+// the wire that hands out the same message on its first two receives.
+func TestDrainForwardedCountsAMessageOnce(t *testing.T) {
+	var receives atomic.Int32
+	fake := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/x-amz-json-1.0")
+		switch op := strings.TrimPrefix(r.Header.Get("X-Amz-Target"), "AmazonSQS."); op {
+		case "ReceiveMessage":
+			if receives.Add(1) <= 2 {
+				body := `{\"id\":\"put-1\",\"detail\":{\"webhook_inbox\":{\"event_key\":\"stripe##evt_1\"}}}`
+				fmt.Fprintf(w, `{"Messages":[{"MessageId":"m-1","ReceiptHandle":"rh-%d","Body":"%s"}]}`, receives.Load(), body)
+				return
+			}
+			fmt.Fprint(w, `{"Messages":[]}`)
+		case "DeleteMessage":
+			fmt.Fprint(w, `{}`)
+		case "GetQueueAttributes":
+			fmt.Fprint(w, `{"Attributes":{"ApproximateNumberOfMessages":"0","ApproximateNumberOfMessagesNotVisible":"0","ApproximateNumberOfMessagesDelayed":"0"}}`)
+		default:
+			w.WriteHeader(http.StatusBadRequest)
+			fmt.Fprintf(w, `{"__type":"InvalidAction","message":"%s"}`, op)
+		}
+	}))
+	defer fake.Close()
+	srv := &awstest.Server{Endpoint: fake.URL}
+	got, err := DrainForwarded(context.Background(), sqs.NewFromConfig(srv.NoRetryConfig()), fake.URL+"/000000000000/forwarded")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if receives.Load() < 2 {
+		t.Fatalf("%d receives, want the message received twice", receives.Load())
+	}
+	if len(got) != 1 || got[0].EventKey() != "stripe##evt_1" {
+		t.Errorf("drained %+v, want the one message once", got)
 	}
 }

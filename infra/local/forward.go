@@ -78,6 +78,8 @@ type Forwarded struct {
 	DetailType string          `json:"detail-type"`
 	Time       string          `json:"time"`
 	Detail     json.RawMessage `json:"detail"`
+	// MessageID is the SQS message that carried it.
+	MessageID string `json:"-"`
 }
 
 // EventKey is the event key the detail carries (detail.webhook_inbox).
@@ -110,6 +112,7 @@ func receiveForwarded(ctx context.Context, q *sqs.Client, url string, wait, visi
 		if err := json.Unmarshal([]byte(aws.ToString(m.Body)), &f); err != nil {
 			return got, fmt.Errorf("forwarded message %s: %w", aws.ToString(m.MessageId), err)
 		}
+		f.MessageID = aws.ToString(m.MessageId)
 		got = append(got, f)
 		if _, err := q.DeleteMessage(ctx, &sqs.DeleteMessageInput{QueueUrl: aws.String(url), ReceiptHandle: m.ReceiptHandle}); err != nil {
 			return got, err
@@ -120,16 +123,20 @@ func receiveForwarded(ctx context.Context, q *sqs.Client, url string, wait, visi
 
 // drainVisibility is how long a message the drain received stays hidden:
 // a receive whose answer was lost (the SDK then retries it) leaves its
-// messages in flight, and the drain waits for them to come back.
-const drainVisibility = 3
+// messages in flight, and the drain waits for them to come back. A
+// message that comes back before its delete (a slow one) is received
+// again, and counted once: the drain keeps each SQS message once.
+const drainVisibility = 2
 
 // DrainForwarded receives (and deletes) everything the forwarded-events
 // queue holds, visible or in flight: it ends when two receives of a second
 // find nothing and the queue counts no message at all. A drain that ended
 // at the first empty receives would miss the messages of a receive whose
 // answer was lost, and an audit would count their events never forwarded.
+// Each SQS message is returned once, however often it was received.
 func DrainForwarded(ctx context.Context, q *sqs.Client, url string) ([]Forwarded, error) {
 	var all []Forwarded
+	seen := map[string]bool{}
 	for {
 		for empty := 0; empty < 2; {
 			batch, err := receiveForwarded(ctx, q, url, 1, drainVisibility)
@@ -139,7 +146,12 @@ func DrainForwarded(ctx context.Context, q *sqs.Client, url string) ([]Forwarded
 			if len(batch) == 0 {
 				empty++
 			}
-			all = append(all, batch...)
+			for _, f := range batch {
+				if !seen[f.MessageID] {
+					seen[f.MessageID] = true
+					all = append(all, f)
+				}
+			}
 		}
 		attrs, err := q.GetQueueAttributes(ctx, &sqs.GetQueueAttributesInput{QueueUrl: aws.String(url), AttributeNames: []sqstypes.QueueAttributeName{
 			sqstypes.QueueAttributeNameApproximateNumberOfMessages,
