@@ -29,11 +29,11 @@ BIN         := $(CURDIR)/bin
 RIE_VERSION := v0.0.0-20261030222936-bef5c4ba774d
 SC_VERSION  := v0.8.2
 # The local AWS but DynamoDB (SQS, S3, Secrets Manager, EventBridge): kumo,
-# one Go binary installed into bin/ (constant time per call, where moto's
-# SQS is O(queue)). LOCAL_AWS=moto puts moto in its place: moto's server on
+# one Go binary: the one on PATH, else installed into bin/ (constant time
+# per call, where moto's SQS is O(queue)). LOCAL_AWS=moto puts moto in its place: moto's server on
 # PATH, else a project virtualenv made on demand (needs Python and PyPI).
 KUMO_VERSION := v0.33.1
-KUMO        ?= $(BIN)/kumo
+KUMO        ?= $(shell command -v kumo 2>/dev/null || echo $(BIN)/kumo)
 LOCAL_AWS   ?= kumo
 export KUMO LOCAL_AWS
 MOTO_SERVER ?= $(shell command -v moto_server 2>/dev/null || echo $(CURDIR)/.venv/bin/moto_server)
