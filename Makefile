@@ -30,8 +30,9 @@ RIE_VERSION := v0.0.0-20261030222936-bef5c4ba774d
 SC_VERSION  := v0.8.2
 # The local AWS but DynamoDB (SQS, S3, Secrets Manager, EventBridge): kumo,
 # one Go binary: the one on PATH, else installed into bin/ (constant time
-# per call, where moto's SQS is O(queue)). LOCAL_AWS=moto puts moto in its place: moto's server on
-# PATH, else a project virtualenv made on demand (needs Python and PyPI).
+# per call, where moto's SQS is O(queue)). LOCAL_AWS=moto puts moto in its
+# place: moto's server on PATH, else a project virtualenv made on demand
+# (needs Python and PyPI).
 KUMO_VERSION := v0.33.1
 KUMO        ?= $(shell command -v kumo 2>/dev/null || echo $(BIN)/kumo)
 LOCAL_AWS   ?= kumo
