@@ -2,12 +2,10 @@ package awstest
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net/http"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strconv"
 	"syscall"
 	"testing"
@@ -23,23 +21,7 @@ const DynoxideVersion = "1.2.1"
 // grows: $DYNOXIDE, then the project's .tools (where `make dynoxide`
 // installs it), then PATH.
 func DynoxideBinary() (string, error) {
-	if p := os.Getenv("DYNOXIDE"); p != "" {
-		if _, err := os.Stat(p); err != nil {
-			return "", fmt.Errorf("DYNOXIDE: %w", err)
-		}
-		return p, nil
-	}
-	if root, err := ModuleRoot(); err == nil {
-		p := filepath.Join(root, ".tools", "node_modules", "@dynoxide", "linux-x64", "dynoxide")
-		if _, err := os.Stat(p); err == nil {
-			return p, nil
-		}
-	}
-	p, err := exec.LookPath("dynoxide")
-	if err != nil {
-		return "", errors.New("dynoxide not found: run `make dynoxide` or set DYNOXIDE")
-	}
-	return p, nil
+	return findBinary("DYNOXIDE", "dynoxide", "dynoxide not found: run `make dynoxide` or set DYNOXIDE", ".tools", "node_modules", "@dynoxide", "linux-x64", "dynoxide")
 }
 
 // StartDynoxide launches an in-memory dynoxide on a free loopback port for

@@ -40,21 +40,28 @@ func AWSEmulator() (string, error) {
 // KumoBinary finds kumo: $KUMO, then the project's bin/ (where `make
 // kumo` installs it), then PATH.
 func KumoBinary() (string, error) {
-	if p := os.Getenv("KUMO"); p != "" {
+	return findBinary("KUMO", "kumo", "kumo not found: run `make kumo` (it installs kumo "+KumoVersion+" into bin/), set KUMO, or choose moto with LOCAL_AWS=moto", "bin", "kumo")
+}
+
+// findBinary finds an emulator's binary: the file $env names, then the
+// one at the path (elements) under the module root, then name on PATH;
+// notFound is the error's text when there is none.
+func findBinary(env, name, notFound string, path ...string) (string, error) {
+	if p := os.Getenv(env); p != "" {
 		if _, err := os.Stat(p); err != nil {
-			return "", fmt.Errorf("KUMO: %w", err)
+			return "", fmt.Errorf("%s: %w", env, err)
 		}
 		return p, nil
 	}
 	if root, err := ModuleRoot(); err == nil {
-		p := filepath.Join(root, "bin", "kumo")
+		p := filepath.Join(append([]string{root}, path...)...)
 		if _, err := os.Stat(p); err == nil {
 			return p, nil
 		}
 	}
-	p, err := exec.LookPath("kumo")
+	p, err := exec.LookPath(name)
 	if err != nil {
-		return "", errors.New("kumo not found: run `make kumo` (it installs kumo " + KumoVersion + " into bin/), set KUMO, or choose moto with LOCAL_AWS=moto")
+		return "", errors.New(notFound)
 	}
 	return p, nil
 }
