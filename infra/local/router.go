@@ -14,18 +14,30 @@ import (
 // protocol names the operation there, e.g. DynamoDB_20120810.PutItem).
 const dynamoDBTarget = "DynamoDB_20120810."
 
+// routerIdleConns is how many idle connections the router keeps to each
+// emulator.
+const routerIdleConns = 256
+
 // NewRouter is the one local AWS endpoint: DynamoDB calls, told by their
 // X-Amz-Target, go to dynamo; everything else (SQS, Secrets Manager) to
 // rest. The Host header is passed on as it came, so URLs the emulators
 // build from it (SQS queue URLs) name the router, and every client —
 // the SDK's AWS_ENDPOINT_URL, the AWS CLI — keeps one endpoint.
+//
+// Each emulator is reached over its own pool of kept-alive connections,
+// as many as there are calls in flight: the default transport keeps two
+// idle connections a host, so under load (the torture run's senders and
+// workers, a burst on make run) most calls would dial a new one.
 func NewRouter(dynamo, rest *url.URL) http.Handler {
 	proxy := func(to *url.URL) *httputil.ReverseProxy {
+		t := http.DefaultTransport.(*http.Transport).Clone()
+		t.MaxIdleConns, t.MaxIdleConnsPerHost = routerIdleConns, routerIdleConns
 		return &httputil.ReverseProxy{
 			Rewrite: func(r *httputil.ProxyRequest) {
 				r.SetURL(to)
 				r.Out.Host = r.In.Host
 			},
+			Transport:    t,
 			ErrorHandler: proxyError,
 		}
 	}

@@ -32,6 +32,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"runtime/pprof"
 	"syscall"
 	"time"
 
@@ -59,6 +60,7 @@ func main() {
 	flag.DurationVar(&opts.Settle, "settle", opts.Settle, "longest wait, after the last delivery, for every event to finish")
 	flag.BoolVar(&opts.Load, "load", false, "the load benchmark: no faults, no kills, beside the floor of minimal calls")
 	flag.StringVar(&opts.Dir, "dir", opts.Dir, "directory for the emulators' and workers' logs")
+	cpuProfile := flag.String("cpuprofile", "", "write this process's CPU profile (senders, API, ingest, router, sweep) to the file")
 	flag.Parse()
 	if *rates != "" {
 		r, err := local.ParseRates(*rates)
@@ -72,16 +74,34 @@ func main() {
 		fmt.Fprintln(os.Stderr, "torture:", err)
 		os.Exit(2)
 	}
+	if *cpuProfile != "" {
+		f, err := os.Create(*cpuProfile)
+		if err == nil {
+			err = pprof.StartCPUProfile(f)
+		}
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "torture: -cpuprofile:", err)
+			os.Exit(2)
+		}
+	}
+	os.Exit(runMain(opts))
+}
+
+// runMain runs the torture run and returns the exit code: 0 clean, 1 a
+// verdict with damage, 2 a run that could not be made.
+func runMain(opts options) int {
+	defer pprof.StopCPUProfile()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	rep, err := run(ctx, opts, os.Stdout)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "torture:", err)
-		os.Exit(2)
+		return 2
 	}
 	if !rep.Clean() {
-		os.Exit(1)
+		return 1
 	}
+	return 0
 }
 
 // options are the run's knobs; defaults() gives the full run's.
