@@ -90,12 +90,16 @@ events: ## Rewrite events/ (re-signs the ingest event: Stripe signatures expire 
 	$(GO) run ./infra/local/cmd/events
 
 .PHONY: test
-# -timeout: the short torture run alone takes about 5 minutes, and more on a
-# loaded machine, its kills and faults settling in their own time (bounded by
-# its settle option); go test's default of 10 minutes a package cut it short
-# once.
+# -timeout: the short torture run takes one to two minutes, more on a loaded
+# machine, its kills and faults settling in their own time (bounded by its
+# settle option); go test's default of 10 minutes a package cut it short once.
+# -p 4: the suites against the emulators mostly wait (visibility timeouts,
+# leases, long polls, the settling run), not compute: with go test's default
+# of one package per core, a 2-core machine was a third busy over the run,
+# and two waiting packages at a time set its length. GOTESTP overrides it.
+GOTESTP ?= 4
 test: local-aws dynoxide-if-any $(BIN)/aws-lambda-rie ## Run every test: unit, against the emulators, end to end, and the bootstraps under the Runtime Interface Emulator.
-	$(GO) test -count=1 -race -timeout 20m ./...
+	$(GO) test -count=1 -race -p $(GOTESTP) -timeout 20m ./...
 
 .PHONY: test-short
 test-short: ## Unit tests only (nothing to install or start).

@@ -58,6 +58,8 @@ func main() {
 	flag.IntVar(&opts.Senders, "senders", opts.Senders, "deliveries in flight at once (a burst counts as one)")
 	flag.IntVar(&opts.Backlog, "backlog", opts.Backlog, "senders wait while the main queue holds more messages than this (0: never)")
 	flag.DurationVar(&opts.Settle, "settle", opts.Settle, "longest wait, after the last delivery, for every event to finish")
+	flag.DurationVar(&opts.Visibility, "visibility", opts.Visibility, "the main queue's visibility timeout (at least the processor's timeout)")
+	flag.DurationVar(&opts.ProcessorTimeout, "processor-timeout", opts.ProcessorTimeout, "the processor function's timeout (0: the template's)")
 	flag.BoolVar(&opts.Load, "load", false, "the load benchmark: no faults, no kills, beside the floor of minimal calls")
 	flag.StringVar(&opts.Dir, "dir", opts.Dir, "directory for the emulators' and workers' logs")
 	cpuProfile := flag.String("cpuprofile", "", "write this process's CPU profile (senders, API, ingest, router, sweep) to the file")
@@ -121,6 +123,12 @@ type options struct {
 	// three minutes; the run's is shorter, and still longer than the
 	// function's timeout, as Lambda requires.
 	Visibility time.Duration
+	// ProcessorTimeout, when positive, is the processor function's
+	// timeout in place of the template's: each invocation's deadline, and
+	// with it a killed worker's lease (the deadline and 10 s), are that
+	// much shorter. The visibility timeout must be at least as long, as
+	// Lambda requires.
+	ProcessorTimeout time.Duration
 	// SweepEvery and SweepAfter are the sweep's schedule and the age of
 	// the events it re-enqueues (the template's are 5 minutes).
 	SweepEvery, SweepAfter time.Duration
@@ -165,6 +173,10 @@ func (o options) check() error {
 		return fmt.Errorf("-fault-rate %g: want a fraction from 0 to 1", o.FaultRate)
 	case o.Senders < 1:
 		return fmt.Errorf("-senders %d: want at least 1", o.Senders)
+	case o.Visibility < 0 || o.ProcessorTimeout < 0:
+		return fmt.Errorf("-visibility %s, -processor-timeout %s: want 0 or more", o.Visibility, o.ProcessorTimeout)
+	case o.Visibility > 0 && o.ProcessorTimeout > o.Visibility:
+		return fmt.Errorf("-processor-timeout %s over -visibility %s: Lambda requires the queue's visibility timeout to be at least the function's timeout", o.ProcessorTimeout, o.Visibility)
 	case o.Settle <= 0:
 		return fmt.Errorf("-settle %s: want a positive duration", o.Settle)
 	}

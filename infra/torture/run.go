@@ -209,6 +209,16 @@ func startSystem(ctx context.Context, o options) (*system, error) {
 		return nil, err
 	}
 	sys.stack = stack
+	if o.ProcessorTimeout > 0 {
+		stack.Resources.FunctionTimeout = o.ProcessorTimeout
+	}
+	v := stack.Resources.VisibilityTimeout
+	if o.Visibility > 0 {
+		v = o.Visibility
+	}
+	if stack.Resources.FunctionTimeout > v {
+		return nil, fmt.Errorf("processor timeout %s over the main queue's visibility timeout %s: Lambda requires it to be at most that", stack.Resources.FunctionTimeout, v)
+	}
 	if o.Visibility > 0 {
 		v := strconv.Itoa(int(o.Visibility / time.Second))
 		if _, err := sys.sqs.SetQueueAttributes(ctx, &sqs.SetQueueAttributesInput{

@@ -50,6 +50,15 @@ func TestShortRun(t *testing.T) {
 	}
 	o := defaults()
 	o.Events, o.Seed, o.Dir = 300, 7, t.TempDir() // and the full run's -settle: the kills go on until every event is final
+	// A processor timeout of 20 s, not the template's 30, and a
+	// visibility timeout of 30 s, not the full run's 40: a killed
+	// worker's leases end 30 s after its invocation began, not 40, and its
+	// messages come back then too, so the run is shorter, and the
+	// outbox's budget is tighter (a row starts only with its target's
+	// 10 s timeout left before the invocation stops claiming, 15 s in).
+	// Not less: below the outbox's longest call plus the processor's
+	// margin no row is ever delivered (the README's torture section).
+	o.ProcessorTimeout, o.Visibility = 20*time.Second, 30*time.Second
 	var damaged *report
 	var staleKey string // the processed event whose message damage puts in the DLQ
 	o.inspect = func(sys *system, w *workload, st *sendStats, rep *report) {
