@@ -3,6 +3,7 @@ module github.com/webhook-inbox/webhook-inbox
 go 1.26
 
 require (
+	github.com/BurntSushi/toml v1.6.0
 	github.com/aws/aws-lambda-go v1.55.1
 	github.com/aws/aws-sdk-go-v2 v1.48.0
 	github.com/aws/aws-sdk-go-v2/config v1.33.18

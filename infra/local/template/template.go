@@ -15,6 +15,7 @@ import (
 	"fmt"
 	"maps"
 	"os"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -69,7 +70,10 @@ type Parameter struct {
 	AllowedValues []string
 	MinValue      *float64
 	MaxValue      *float64
-	value         *string // set by SetParameter
+	// AllowedPattern must match the whole value (CloudFormation's Java
+	// regular expressions; the template's patterns mean the same in Go's).
+	AllowedPattern *regexp.Regexp
+	value          *string // set by SetParameter
 }
 
 // Value returns the parameter's value: the one set with SetParameter, else its
@@ -241,6 +245,13 @@ func (t *Template) parseParameters(v any) error {
 				p.AllowedValues = append(p.AllowedValues, s)
 			}
 		}
+		if ap, ok := m["AllowedPattern"].(string); ok {
+			re, err := regexp.Compile(`^(?:` + ap + `)$`)
+			if err != nil {
+				return fmt.Errorf("parse template: parameter %s AllowedPattern: %w", name, err)
+			}
+			p.AllowedPattern = re
+		}
 		for key, dst := range map[string]**float64{"MinValue": &p.MinValue, "MaxValue": &p.MaxValue} {
 			if mv, ok := m[key]; ok {
 				s, err := scalarString(mv)
@@ -277,6 +288,9 @@ func (p *Parameter) check(v string) error {
 		if p.MaxValue != nil && f > *p.MaxValue {
 			return fmt.Errorf("%s is above MaxValue %g", v, *p.MaxValue)
 		}
+	}
+	if p.AllowedPattern != nil && !p.AllowedPattern.MatchString(v) {
+		return fmt.Errorf("%q does not match the AllowedPattern", v)
 	}
 	if len(p.AllowedValues) > 0 && !slices.Contains(p.AllowedValues, v) {
 		return fmt.Errorf("%q is not one of the AllowedValues %v", v, p.AllowedValues)
