@@ -1,11 +1,15 @@
 package deploy
 
 import (
+	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/webhook-inbox/webhook-inbox/infra/local/template"
 )
@@ -278,4 +282,113 @@ func fenced(md, lang string) []string {
 		}
 	}
 	return out
+}
+
+// commands returns the commands of the fenced blocks of a Markdown text
+// that start with prefix, continuation lines joined, with their line
+// numbers.
+func commands(md, prefix string) (cmds []string, lines []int) {
+	in := false
+	var cur strings.Builder
+	start := 0
+	for i, line := range strings.Split(md, "\n") {
+		t := strings.TrimSpace(line)
+		if strings.HasPrefix(t, "```") {
+			in = !in
+			cur.Reset()
+			continue
+		}
+		if !in {
+			continue
+		}
+		if cur.Len() == 0 {
+			if !strings.HasPrefix(t, prefix) {
+				continue
+			}
+			start = i + 1
+		}
+		if strings.HasSuffix(t, `\`) {
+			cur.WriteString(strings.TrimSuffix(t, `\`) + " ")
+			continue
+		}
+		cur.WriteString(t)
+		cmds, lines = append(cmds, cur.String()), append(lines, start)
+		cur.Reset()
+	}
+	return cmds, lines
+}
+
+// TestDocsAWSCommands: every AWS CLI command the README and the runbook
+// give parses in the shell; names the stack's region (the CLI's default
+// region may be another: a secret created there leaves its source
+// answering 404); an invoke of the replay function waits longer than the
+// function may run (the CLI's default 60 s read timeout would give up and
+// send the request again while the first still runs); and an inline
+// --payload is JSON, a file:// one exists.
+func TestDocsAWSCommands(t *testing.T) {
+	sc, err := ReadSamconfig(filepath.Join(root, "samconfig.toml"), "default")
+	if err != nil {
+		t.Fatal(err)
+	}
+	fn, err := loadTemplate(t).Function("ReplayFunction")
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := 0
+	for _, doc := range []string{"README.md", "docs/runbook.md"} {
+		raw, err := os.ReadFile(filepath.Join(root, doc))
+		if err != nil {
+			t.Fatal(err)
+		}
+		cmds, lines := commands(string(raw), "aws ")
+		for i, cmd := range cmds {
+			seen++
+			at := func(format string, args ...any) {
+				t.Errorf("%s:%d: %s: %s", doc, lines[i], cmd, fmt.Sprintf(format, args...))
+			}
+			// Output redirections and pipes are the shell's, not the CLI's.
+			line := cmd
+			for _, sep := range []string{" && ", " | ", " # "} {
+				line, _, _ = strings.Cut(line, sep)
+			}
+			words := shellWords(t, strings.Replace(line, "aws ", "sam ", 1))
+			flags := map[string]string{}
+			for j, w := range words {
+				if strings.HasPrefix(w, "--") {
+					v := ""
+					if j+1 < len(words) && !strings.HasPrefix(words[j+1], "--") {
+						v = words[j+1]
+					}
+					flags[w] = v
+				}
+			}
+			if strings.HasPrefix(flags["--endpoint-url"], "http://127.0.0.1") {
+				continue // against make run
+			}
+			if flags["--region"] != sc.Region {
+				at("--region %q, want samconfig.toml's %q", flags["--region"], sc.Region)
+			}
+			if len(words) > 1 && words[0] == "lambda" && words[1] == "invoke" {
+				if want := sc.StackName + "-replay"; flags["--function-name"] != want {
+					at("--function-name %q, want %q", flags["--function-name"], want)
+				}
+				rt, err := strconv.Atoi(flags["--cli-read-timeout"])
+				if err != nil || time.Duration(rt)*time.Second <= fn.Timeout {
+					at("--cli-read-timeout %q: want more seconds than the replay function's timeout, %s", flags["--cli-read-timeout"], fn.Timeout)
+				}
+			}
+			if p, ok := flags["--payload"]; ok {
+				if f, ok := strings.CutPrefix(p, "file://"); ok {
+					if _, err := os.Stat(filepath.Join(root, f)); err != nil {
+						at("--payload: %v", err)
+					}
+				} else if !strings.Contains(p, "…") && !json.Valid([]byte(p)) {
+					at("--payload %q is not JSON", p)
+				}
+			}
+		}
+	}
+	if seen == 0 {
+		t.Fatal("no aws command found in the README or the runbook")
+	}
 }
