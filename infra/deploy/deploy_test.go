@@ -6,6 +6,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -390,5 +392,107 @@ func TestDocsAWSCommands(t *testing.T) {
 	}
 	if seen == 0 {
 		t.Fatal("no aws command found in the README or the runbook")
+	}
+}
+
+// cfnLint finds cfn-lint as the Makefile does (CFN_LINT, PATH, .venv).
+func cfnLint(t *testing.T) string {
+	t.Helper()
+	if p := os.Getenv("CFN_LINT"); p != "" {
+		return p
+	}
+	if p, err := exec.LookPath("cfn-lint"); err == nil {
+		return p
+	}
+	if p := filepath.Join(root, ".venv", "bin", "cfn-lint"); fileExists(p) {
+		return p
+	}
+	t.Skip("no cfn-lint (make lint installs it)")
+	return ""
+}
+
+func fileExists(p string) bool { _, err := os.Stat(p); return err == nil }
+
+// TestIndexUpgradeSteps: the first template of the documented two-deploy
+// index replacement (README, "Upgrading a stack deployed before the replay
+// actions") passes cfn-lint: the index gone and the attribute definitions
+// only it used with it. Removing the index alone, as the procedure once
+// said, is E3039 (DynamoDB refuses a definition no key uses).
+func TestIndexUpgradeSteps(t *testing.T) {
+	lint := cfnLint(t)
+	raw, err := os.ReadFile(filepath.Join(root, "template.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	step1, err := WithoutIndexes(raw, "InboxTable")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	run := func(name string, body []byte) (string, error) {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, body, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		out, err := exec.Command(lint, p).CombinedOutput()
+		return string(out), err
+	}
+	if out, err := run("step1.yaml", step1); err != nil {
+		t.Errorf("step 1 (index and its attributes removed): cfn-lint: %v\n%s", err, out)
+	}
+	tpl, err := template.Load(filepath.Join(dir, "step1.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	spec, err := tpl.Table("InboxTable")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(spec.GlobalSecondaryIndexes) != 0 || len(spec.AttributeDefinitions) != 1 {
+		t.Errorf("step 1 keeps indexes %v, attribute definitions %v", spec.GlobalSecondaryIndexes, spec.AttributeDefinitions)
+	}
+
+	// Nothing else changed: every other resource and every parameter reads
+	// the same.
+	orig := loadTemplate(t)
+	if got, want := tpl.LogicalIDs(""), orig.LogicalIDs(""); !slices.Equal(got, want) {
+		t.Errorf("resources %v, want %v", got, want)
+	}
+	for _, id := range orig.LogicalIDs("") {
+		a, _ := orig.Resource(id)
+		b, _ := tpl.Resource(id)
+		if id != "InboxTable" && !reflect.DeepEqual(a, b) {
+			t.Errorf("%s changed:\n%+v\n%+v", id, a, b)
+		}
+	}
+	for _, name := range []string{"Sources", "MaxReceiveCount", "Forward", "ReceiptWebhookUrl"} {
+		a, _ := orig.ParameterValue(name)
+		b, _ := tpl.ParameterValue(name)
+		if a != b {
+			t.Errorf("parameter %s: %q, want %q", name, b, a)
+		}
+	}
+
+	// The edit the procedure used to describe: the index alone.
+	var naive []byte
+	{
+		lines := strings.Split(string(raw), "\n")
+		var kept []string
+		skip := false
+		for _, l := range lines {
+			if strings.HasPrefix(l, "      GlobalSecondaryIndexes:") {
+				skip = true
+				continue
+			}
+			if skip && strings.HasPrefix(l, "        ") {
+				continue
+			}
+			skip = false
+			kept = append(kept, l)
+		}
+		naive = []byte(strings.Join(kept, "\n"))
+	}
+	if out, err := run("naive.yaml", naive); err == nil || !strings.Contains(out, "E3039") {
+		t.Errorf("the index removed alone: cfn-lint %v, want E3039\n%s", err, out)
 	}
 }
