@@ -496,3 +496,95 @@ func TestIndexUpgradeSteps(t *testing.T) {
 		t.Errorf("the index removed alone: cfn-lint %v, want E3039\n%s", err, out)
 	}
 }
+
+// nameLimits are the longest names each service takes, by resource type
+// and property.
+var nameLimits = map[[2]string]int{
+	{"AWS::Serverless::Function", "FunctionName"}:   64,
+	{"AWS::Lambda::Function", "FunctionName"}:       64,
+	{"AWS::Logs::LogGroup", "LogGroupName"}:         512,
+	{"AWS::CloudWatch::Alarm", "AlarmName"}:         255,
+	{"AWS::CloudWatch::Dashboard", "DashboardName"}: 255,
+	{"AWS::Events::EventBus", "Name"}:               256,
+	{"AWS::EventSchemas::Registry", "RegistryName"}: 64,
+	{"AWS::EventSchemas::Schema", "SchemaName"}:     385,
+}
+
+// accountWide are the resource types whose names are one namespace for
+// the whole account (or, buckets, all accounts), not one per region.
+var accountWide = map[[2]string]bool{
+	{"AWS::CloudWatch::Dashboard", "DashboardName"}: true,
+	{"AWS::IAM::Role", "RoleName"}:                  true,
+	{"AWS::IAM::ManagedPolicy", "ManagedPolicyName"}: true,
+	{"AWS::IAM::User", "UserName"}:                  true,
+	{"AWS::S3::Bucket", "BucketName"}:               true,
+}
+
+// explicitNames returns every explicit name of the template's resources,
+// resolved for a stack name and region, by logical ID and property.
+func explicitNames(t *testing.T, stack, region string) map[[2]string]string {
+	t.Helper()
+	tpl := loadTemplate(t)
+	for k, v := range map[string]string{"AWS::StackName": stack, "AWS::Region": region} {
+		if err := tpl.SetParameter(k, v); err != nil {
+			t.Fatal(err)
+		}
+	}
+	out := map[[2]string]string{}
+	for _, id := range tpl.LogicalIDs("") {
+		r, _ := tpl.Resource(id)
+		for prop, v := range r.Properties {
+			if !strings.HasSuffix(prop, "Name") || prop == "PolicyName" {
+				continue
+			}
+			if _, ok := nameLimits[[2]string{r.Type, prop}]; !ok && !accountWide[[2]string{r.Type, prop}] {
+				continue
+			}
+			rv, err := tpl.Resolve(v)
+			if s, ok := rv.(string); ok && err == nil {
+				out[[2]string{id, prop}] = s
+			}
+		}
+	}
+	return out
+}
+
+// TestExplicitNames: with samconfig.toml's stack name and any stack name
+// up to the documented 54 characters, every explicit name fits its
+// service's limit; one of 55 does not (a function's name would be over
+// 64); and no account-wide name is the same in two regions.
+func TestExplicitNames(t *testing.T) {
+	sc, err := ReadSamconfig(filepath.Join(root, "samconfig.toml"), "default")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tpl := loadTemplate(t)
+	typeOf := func(id string) string { r, _ := tpl.Resource(id); return r.Type }
+	over := func(stack string) []string {
+		var bad []string
+		for k, name := range explicitNames(t, stack, "us-east-1") {
+			if limit, ok := nameLimits[[2]string{typeOf(k[0]), k[1]}]; ok && len(name) > limit {
+				bad = append(bad, fmt.Sprintf("%s.%s %q: %d characters, over %d", k[0], k[1], name, len(name), limit))
+			}
+		}
+		return bad
+	}
+	for _, stack := range []string{sc.StackName, strings.Repeat("s", maxStackName)} {
+		for _, b := range over(stack) {
+			t.Errorf("stack %q: %s", stack, b)
+		}
+	}
+	if len(over(strings.Repeat("s", maxStackName+1))) == 0 {
+		t.Errorf("a stack name of %d characters fits every name: the documented limit is wrong", maxStackName+1)
+	}
+	east, west := explicitNames(t, sc.StackName, "us-east-1"), explicitNames(t, sc.StackName, "eu-west-1")
+	for k, name := range east {
+		if accountWide[[2]string{typeOf(k[0]), k[1]}] && west[k] == name {
+			t.Errorf("%s.%s %q is account-wide and the same in two regions: the second region's deploy fails with AlreadyExists", k[0], k[1], name)
+		}
+	}
+}
+
+// maxStackName is the longest stack name the template's names allow (the
+// README's deploy section says it).
+const maxStackName = 54
