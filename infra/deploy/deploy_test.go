@@ -513,11 +513,11 @@ var nameLimits = map[[2]string]int{
 // accountWide are the resource types whose names are one namespace for
 // the whole account (or, buckets, all accounts), not one per region.
 var accountWide = map[[2]string]bool{
-	{"AWS::CloudWatch::Dashboard", "DashboardName"}: true,
-	{"AWS::IAM::Role", "RoleName"}:                  true,
+	{"AWS::CloudWatch::Dashboard", "DashboardName"}:  true,
+	{"AWS::IAM::Role", "RoleName"}:                   true,
 	{"AWS::IAM::ManagedPolicy", "ManagedPolicyName"}: true,
-	{"AWS::IAM::User", "UserName"}:                  true,
-	{"AWS::S3::Bucket", "BucketName"}:               true,
+	{"AWS::IAM::User", "UserName"}:                   true,
+	{"AWS::S3::Bucket", "BucketName"}:                true,
 }
 
 // explicitNames returns every explicit name of the template's resources,
