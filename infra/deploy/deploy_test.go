@@ -588,3 +588,31 @@ func TestExplicitNames(t *testing.T) {
 // maxStackName is the longest stack name the template's names allow (the
 // README's deploy section says it).
 const maxStackName = 54
+
+// TestStatefulResourcesRetained: what holds records (the table, the
+// payload bucket, the test-event registry others share) outlives the
+// stack's deletion and a replacement, but not a failed first create, whose
+// retained leftovers would make the retry fail with "already exists".
+// Queues are transport only — every event is in the table, and the sweep
+// re-enqueues the unfinished — so they go with the stack.
+func TestStatefulResourcesRetained(t *testing.T) {
+	tpl := loadTemplate(t)
+	for _, typ := range []string{"AWS::DynamoDB::Table", "AWS::S3::Bucket", "AWS::EventSchemas::Registry"} {
+		ids := tpl.LogicalIDs(typ)
+		if len(ids) == 0 {
+			t.Errorf("no %s in the template", typ)
+		}
+		for _, id := range ids {
+			r, _ := tpl.Resource(id)
+			if r.DeletionPolicy != "RetainExceptOnCreate" || r.UpdateReplacePolicy != "Retain" {
+				t.Errorf("%s: DeletionPolicy %q, UpdateReplacePolicy %q: want RetainExceptOnCreate, Retain", id, r.DeletionPolicy, r.UpdateReplacePolicy)
+			}
+		}
+	}
+	for _, id := range tpl.LogicalIDs("AWS::SQS::Queue") {
+		r, _ := tpl.Resource(id)
+		if r.DeletionPolicy != "Delete" || r.UpdateReplacePolicy != "Delete" {
+			t.Errorf("%s: DeletionPolicy %q, UpdateReplacePolicy %q: want Delete, Delete, said", id, r.DeletionPolicy, r.UpdateReplacePolicy)
+		}
+	}
+}

@@ -268,8 +268,8 @@ func TestTemplateTable(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if r.DeletionPolicy != "Retain" || r.UpdateReplacePolicy != "Retain" {
-		t.Errorf("DeletionPolicy, UpdateReplacePolicy = %q, %q; want Retain, Retain", r.DeletionPolicy, r.UpdateReplacePolicy)
+	if r.DeletionPolicy != "RetainExceptOnCreate" || r.UpdateReplacePolicy != "Retain" {
+		t.Errorf("DeletionPolicy, UpdateReplacePolicy = %q, %q; want RetainExceptOnCreate, Retain", r.DeletionPolicy, r.UpdateReplacePolicy)
 	}
 }
 
@@ -833,8 +833,8 @@ func TestTemplatePayloadBucket(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if r.DeletionPolicy != "Retain" {
-		t.Errorf("DeletionPolicy %q, want Retain (the table's items point at its objects)", r.DeletionPolicy)
+	if r.DeletionPolicy != "RetainExceptOnCreate" || r.UpdateReplacePolicy != "Retain" {
+		t.Errorf("DeletionPolicy, UpdateReplacePolicy = %q, %q; want RetainExceptOnCreate, Retain (the table's items point at its objects)", r.DeletionPolicy, r.UpdateReplacePolicy)
 	}
 	pab, _ := r.Properties["PublicAccessBlockConfiguration"].(map[string]any)
 	for _, k := range []string{"BlockPublicAcls", "BlockPublicPolicy", "IgnorePublicAcls", "RestrictPublicBuckets"} {
