@@ -188,6 +188,29 @@ func TestCommandLineSourcesBreak(t *testing.T) {
 	}
 }
 
+// TestForwardWithoutABus: routes with ForwardBus none (the role may put
+// no events) stop the processor at cold start, rather than every row
+// ending dead; the template's rule refuses it before that (cfn-lint does
+// not evaluate rules: the rule is in the template, the start-up check
+// here).
+func TestForwardWithoutABus(t *testing.T) {
+	tpl := loadTemplate(t)
+	if err := Apply(tpl, map[string]string{"Forward": `[{"source":"stripe"}]`}); err != nil {
+		t.Fatal(err)
+	}
+	err := StartFunctions(tpl)
+	if err == nil || !strings.Contains(err.Error(), "ProcessorFunction would not start") || !strings.Contains(err.Error(), "FORWARD_BUS") {
+		t.Errorf("StartFunctions: %v, want the processor refusing routes without a bus", err)
+	}
+	raw, err := os.ReadFile(filepath.Join(root, "template.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(raw), "ForwardNeedsABus:") {
+		t.Error("template.yaml has no ForwardNeedsABus rule")
+	}
+}
+
 // TestForwardToAMissingSource: a route naming a source the deployment does
 // not have stops the processor at cold start; the check says so.
 func TestForwardToAMissingSource(t *testing.T) {

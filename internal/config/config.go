@@ -76,6 +76,9 @@ const (
 	// PutEvents answers in tens of milliseconds; a call this slow is
 	// unknown (or put again, for a route that retries unknowns).
 	DefaultForwardTimeoutSeconds = 5
+	// NoForwardBus is FORWARD_BUS when the template grants no bus
+	// (ForwardBus none): FORWARD must then have no routes.
+	NoForwardBus = "none"
 	// A forwarding row is started only with time for its whole call
 	// before the processor's work ends (its 30 s timeout less a 5 s
 	// margin), so a longer call would never start in any invocation and
@@ -116,9 +119,15 @@ func Load(getenv func(string) string, need Need) (Config, error) {
 		c.Sources = set
 	}
 	if need.Forward && c.Sources != nil {
-		routes, err := forward.Parse(getenv("FORWARD"), c.Sources.Names(), strings.TrimSpace(getenv("FORWARD_BUS")))
-		if err != nil {
+		bus := strings.TrimSpace(getenv("FORWARD_BUS"))
+		routes, err := forward.Parse(getenv("FORWARD"), c.Sources.Names(), bus)
+		switch {
+		case err != nil:
 			errs = append(errs, err)
+		case bus == NoForwardBus && len(routes) > 0:
+			// The template's ForwardBus none: the role may put no events,
+			// and every route's rows would be denied and end dead.
+			errs = append(errs, fmt.Errorf("FORWARD has %d routes but FORWARD_BUS is %q: the function may put events on no bus (set the template's ForwardBus to default or create)", len(routes), bus))
 		}
 		c.Forward = routes
 	}

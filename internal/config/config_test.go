@@ -305,4 +305,10 @@ func TestLoadForward(t *testing.T) {
 	}
 	// Not read unless needed.
 	mustLoad(t, env(map[string]string{"FORWARD": "not json"}), Need{Sources: true})
+	// ForwardBus none in the template: no routes, or no start.
+	_, err = Load(env(map[string]string{"FORWARD": `[{"source":"stripe","bus":"arn:aws:events:us-east-1:123456789012:event-bus/b"}]`, "FORWARD_BUS": "none"}), need)
+	wantErrMentions(t, err, `FORWARD has 1 routes but FORWARD_BUS is "none"`)
+	if c := mustLoad(t, env(map[string]string{"FORWARD_BUS": "none"}), need); c.Forward != nil {
+		t.Errorf("FORWARD_BUS none, no FORWARD: got %+v", c.Forward)
+	}
 }
