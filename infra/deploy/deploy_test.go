@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/webhook-inbox/webhook-inbox/infra/local/template"
+	"github.com/webhook-inbox/webhook-inbox/internal/obs"
 )
 
 const root = "../.."
@@ -636,6 +637,20 @@ func TestStatefulResourcesRetained(t *testing.T) {
 		r, _ := tpl.Resource(id)
 		if r.DeletionPolicy != "Delete" || r.UpdateReplacePolicy != "Delete" {
 			t.Errorf("%s: DeletionPolicy %q, UpdateReplacePolicy %q: want Delete, Delete, said", id, r.DeletionPolicy, r.UpdateReplacePolicy)
+		}
+	}
+}
+
+// TestMetricsNamespacePattern: the template's MetricsNamespace pattern
+// takes exactly the namespaces the functions take at cold start, so a
+// deploy the functions would refuse is refused first.
+func TestMetricsNamespacePattern(t *testing.T) {
+	for _, ns := range []string{"", "WebhookInbox", "A", "AW", "AWS", "AWSome", "AWS-x", "aws/lower", "AW/S", "My/NS: v1 #2", "AWS/", "AWS/Lambda", "x\u00e9", "with,comma", strings.Repeat("n", 255), strings.Repeat("n", 256), "A" + strings.Repeat("n", 254), "AWS" + strings.Repeat("n", 252), "AWS" + strings.Repeat("n", 253)} {
+		tpl := loadTemplate(t)
+		tplErr := tpl.SetParameter("MetricsNamespace", ns)
+		codeErr := obs.CheckNamespace(ns)
+		if (tplErr == nil) != (codeErr == nil) {
+			t.Errorf("%q (%d bytes): template %v, functions %v", ns, len(ns), tplErr, codeErr)
 		}
 	}
 }

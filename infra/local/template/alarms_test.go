@@ -68,7 +68,9 @@ func TestTemplateAlarms(t *testing.T) {
 }
 
 // TestTemplateDashboard: the dashboard body is JSON once CloudFormation
-// substitutes it, shows every alarm and every metric the functions publish.
+// substitutes it, with the functions' metrics on (MetricsNamespace set) and
+// off; on, it shows every alarm and every metric the functions publish;
+// off, no widget queries the empty namespace.
 func TestTemplateDashboard(t *testing.T) {
 	tpl := mustLoad(t)
 	d, err := tpl.Resource("Dashboard")
@@ -80,33 +82,72 @@ func TestTemplateDashboard(t *testing.T) {
 		t.Fatalf("DashboardBody: want !Sub [body, vars], got %v", d.Properties["DashboardBody"])
 	}
 	body := sub[0].(string)
-	vars := regexp.MustCompile(`\$\{([^}]+)\}`)
+	vars, _ := sub[1].(map[string]any)
+	// branch returns the string a variable's !If [MetricsOn, !Sub s, ""]
+	// gives with the metrics on.
+	branch := func(name string) string {
+		args, _ := vars[name].(map[string]any)["Fn::If"].([]any)
+		if len(args) != 3 || args[0] != "MetricsOn" || args[2] != "" {
+			t.Fatalf("%s: want !If [MetricsOn, !Sub …, \"\"], got %v", name, vars[name])
+		}
+		s, _ := args[1].(map[string]any)["Fn::Sub"].(string)
+		return s
+	}
+	widgets := branch("MetricWidgets")
+	alarms := branch("MetricAlarms")
+	ref := regexp.MustCompile(`\$\{([^}]+)\}`)
 	// Numbers where a number goes, names elsewhere.
-	subst := vars.ReplaceAllStringFunc(body, func(v string) string {
-		if v == "${OldestUnfinishedAlarmSeconds}" {
-			return "3600"
+	subst := func(s string, on bool) string {
+		return ref.ReplaceAllStringFunc(s, func(v string) string {
+			switch v {
+			case "${OldestUnfinishedAlarmSeconds}":
+				return "3600"
+			case "${MetricAlarms}":
+				if on {
+					return ref.ReplaceAllString(alarms, "x")
+				}
+				return ""
+			case "${MetricWidgets}":
+				if on {
+					return ref.ReplaceAllStringFunc(widgets, func(v string) string {
+						if v == "${OldestUnfinishedAlarmSeconds}" {
+							return "3600"
+						}
+						return "x"
+					})
+				}
+				return ""
+			case "${MetricsNamespace}":
+				if !on {
+					return ""
+				}
+			}
+			return "x"
+		})
+	}
+	for _, on := range []bool{true, false} {
+		var doc struct {
+			Widgets []map[string]any `json:"widgets"`
 		}
-		if v == "${MetricAlarms}" {
-			return `, "a", "b", "c"`
+		text := subst(body, on)
+		if err := json.Unmarshal([]byte(text), &doc); err != nil {
+			t.Fatalf("metrics on %v: dashboard body is not JSON once substituted: %v\n%s", on, err, text)
 		}
-		return "x"
-	})
-	var doc struct {
-		Widgets []map[string]any `json:"widgets"`
+		if on && len(doc.Widgets) < 10 || !on && len(doc.Widgets) != 4 {
+			t.Errorf("metrics on %v: %d widgets", on, len(doc.Widgets))
+		}
+		if !on && strings.Contains(body, "${MetricsNamespace}") {
+			t.Error("a widget always shown queries MetricsNamespace")
+		}
 	}
-	if err := json.Unmarshal([]byte(subst), &doc); err != nil {
-		t.Fatalf("dashboard body is not JSON once substituted: %v", err)
-	}
-	if len(doc.Widgets) < 10 {
-		t.Errorf("%d widgets", len(doc.Widgets))
-	}
+	all := body + alarms + widgets
 	for id := range alarmAnchors {
-		if !strings.Contains(body, "${"+id+".Arn}") && !strings.Contains(fmt.Sprint(sub[1]), "${"+id+".Arn}") {
+		if !strings.Contains(all, "${"+id+".Arn}") {
 			t.Errorf("dashboard does not show %s", id)
 		}
 	}
 	for _, m := range []string{"Webhooks", "Records", "Attempt", "CommitConflicts", "OutboxRows", "DeliveryLatency", "OldestUnfinishedAge", "Moved", "OutboxForReview"} {
-		if !strings.Contains(body, `"`+m+`"`) && !strings.Contains(body, `\"`+m+`\"`) {
+		if !strings.Contains(widgets, `"`+m+`"`) && !strings.Contains(widgets, `\"`+m+`\"`) {
 			t.Errorf("dashboard does not show metric %s", m)
 		}
 	}
