@@ -94,6 +94,13 @@ const (
 	DefaultRetryCap    = time.Hour
 	// MaxRetryCap is the longest SQS can hide a received message.
 	MaxRetryCap = 12 * time.Hour
+	// maxDelay is the longest delay set on a message: SQS counts its 12
+	// hours from the receive, not from the delay call, and refuses a call
+	// past them (the message then comes back after the queue's visibility
+	// timeout, and a cap near 12 hours would spend the receive budget in
+	// minutes). The receive was at most 20 minutes before: Lambda's
+	// longest batching window (5) and timeout (15).
+	maxDelay = MaxRetryCap - 20*time.Minute
 )
 
 // Config holds a Processor's collaborators.
@@ -805,7 +812,7 @@ func (p *Processor) toDLQ(book context.Context, rec events.SQSMessage, res recor
 // redrive budget in minutes; drawing from [d/2, d] keeps the spread and
 // guarantees the budget spans at least half its nominal window.
 func (p *Processor) backoff(rec events.SQSMessage) time.Duration {
-	d := p.cfg.RetryCap
+	d := min(p.cfg.RetryCap, maxDelay)
 	if shift := max(receives(rec), 1) - 1; shift < 32 {
 		d = min(d, p.cfg.RetryBase<<shift)
 	}
@@ -816,7 +823,7 @@ func (p *Processor) backoff(rec events.SQSMessage) time.Duration {
 // receive to its last under the backoff, with maxReceiveCount receives.
 func Window(base, limit time.Duration, maxReceiveCount int) (lo, hi time.Duration) {
 	for n := 1; n < maxReceiveCount; n++ {
-		d := limit
+		d := min(limit, maxDelay)
 		if n-1 < 32 {
 			d = min(d, base<<(n-1))
 		}
@@ -829,7 +836,7 @@ func Window(base, limit time.Duration, maxReceiveCount int) (lo, hi time.Duratio
 // delay hides the record's message for d; if that fails the message comes
 // back after the queue's visibility timeout instead, which only costs time.
 func (p *Processor) delay(book context.Context, rec events.SQSMessage, d time.Duration, res *recordResult) {
-	if err := p.cfg.Visibility.Delay(book, rec.ReceiptHandle, d); err != nil {
+	if err := p.cfg.Visibility.Delay(book, rec.ReceiptHandle, min(d, maxDelay)); err != nil {
 		res.err = errors.Join(res.err, fmt.Errorf("delaying the retry: %w", err))
 	}
 }

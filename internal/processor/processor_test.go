@@ -1093,3 +1093,31 @@ func TestForwarding(t *testing.T) {
 		}
 	})
 }
+
+// TestDelayWithinSQSLimit: with the longest backoff allowed (12 hours),
+// no delay set on a message reaches past SQS's 12 hours from its receive,
+// which may have been 20 minutes before: neither the backoff nor a wait
+// for an event's due time, however far away.
+func TestDelayWithinSQSLimit(t *testing.T) {
+	vis := &fakeVisibility{}
+	p, err := New(Config{Store: &fakeStore{}, Outbox: &fakeOutbox{}, DeadLetters: &fakeDLQ{}, Visibility: vis, Routes: Routes{},
+		Logger: slog.New(slog.DiscardHandler), MaxReceiveCount: 10, RetryBase: MaxRetryCap, RetryCap: MaxRetryCap, Rand: func() float64 { return 1 }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	limit := MaxRetryCap - 20*time.Minute
+	for n := 1; n <= 10; n++ {
+		rec := events.SQSMessage{ReceiptHandle: fmt.Sprint("h", n), Attributes: map[string]string{"ApproximateReceiveCount": fmt.Sprint(n)}}
+		if d := p.backoff(rec); d > limit {
+			t.Errorf("receive %d: backoff %s, over %s", n, d, limit)
+		}
+		var res recordResult
+		p.delay(context.Background(), rec, 48*time.Hour, &res)
+		if d, _ := vis.get(rec.ReceiptHandle); d > limit || d == 0 {
+			t.Errorf("receive %d: delay set %s, want at most %s", n, d, limit)
+		}
+	}
+	if _, hi := Window(MaxRetryCap, MaxRetryCap, 3); hi != 2*limit {
+		t.Errorf("Window: longest %s, want %s", hi, 2*limit)
+	}
+}
