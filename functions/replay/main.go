@@ -6,7 +6,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"os"
 
@@ -14,7 +13,6 @@ import (
 
 	"github.com/webhook-inbox/webhook-inbox/internal/app"
 	"github.com/webhook-inbox/webhook-inbox/internal/app/replayfn"
-	"github.com/webhook-inbox/webhook-inbox/internal/replay"
 )
 
 func main() {
@@ -23,15 +21,7 @@ func main() {
 		fail(err)
 	}
 	r := replayfn.New(cfg, aws, log)
-	// The payload is decoded strictly: a misspelt "dry_run" is an error, not
-	// a silent dry run.
-	lambda.Start(func(ctx context.Context, payload json.RawMessage) (replay.Summary, error) {
-		req, err := replay.DecodeRequest(payload)
-		if err != nil {
-			return replay.Summary{}, err
-		}
-		return r.Handle(ctx, req)
-	})
+	lambda.Start(r.Invoke)
 }
 
 func fail(err error) {

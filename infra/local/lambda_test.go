@@ -377,13 +377,15 @@ func TestBootstrapsUnderRIE(t *testing.T) {
 				t.Errorf("%s: %d lines with metrics, want some in the template's namespace", name, len(lines))
 			}
 		}
-		// A bad console event is an invocation error, not a silent dry run.
-		var errResp struct {
+		// A bad console event is refused, not a silent dry run, and not an
+		// invocation error that would page the errors alarm.
+		var refused struct {
+			replay.Summary
 			ErrorMessage string `json:"errorMessage"`
 		}
-		replayFn.invoke(t, []byte(`{"dry_rnu": false}`), &errResp)
-		if !strings.Contains(errResp.ErrorMessage, "bad request") {
-			t.Errorf("misspelt field: got %+v, want a bad request error", errResp)
+		replayFn.invoke(t, []byte(`{"dry_rnu": false}`), &refused)
+		if refused.ErrorMessage != "" || !strings.Contains(refused.Refused, "bad request") || !strings.Contains(refused.Refused, "dry_rnu") {
+			t.Errorf("misspelt field: got %+v, want it refused, naming the field", refused)
 		}
 	})
 }

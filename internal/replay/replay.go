@@ -42,6 +42,7 @@
 package replay
 
 import (
+	"encoding/json"
 	"context"
 	"errors"
 	"fmt"
@@ -189,6 +190,28 @@ func (r *Replayer) Handle(ctx context.Context, req Request) (Summary, error) {
 		run.continuation()
 	}
 	r.log(s)
+	return s, nil
+}
+
+// Invoke is the Lambda function's handler: it decodes the payload
+// strictly (a misspelt "dry_run" is refused, never a silent dry run) and
+// runs it. A request that does not validate is answered as refused, with
+// nothing done, and is not an invocation error: an operator's typo must
+// not page the functions' errors alarm, and the answer says what to fix.
+func (r *Replayer) Invoke(ctx context.Context, payload json.RawMessage) (Summary, error) {
+	req, err := DecodeRequest(payload)
+	if err == nil {
+		var s Summary
+		s, err = r.Handle(ctx, req)
+		if err == nil {
+			return s, nil
+		}
+	}
+	if !errors.Is(err, ErrBadRequest) {
+		return Summary{}, err
+	}
+	s := Summary{Action: req.Action, DryRun: req.DryRun == nil || *req.DryRun, Refused: err.Error()}
+	r.Logger.Warn("replay refused", "action", s.Action, "refused", s.Refused)
 	return s, nil
 }
 

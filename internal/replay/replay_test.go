@@ -3,6 +3,7 @@ package replay_test
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -342,5 +343,28 @@ func TestStopsBeforeDeadline(t *testing.T) {
 	sum, _ = r.Handle(ctx, replay.Request{})
 	if sum.Stopped != replay.StoppedTime || sum.Next != nil || sum.Note == "" {
 		t.Errorf("preview: got %+v, want stopped for time with a note and no next", sum)
+	}
+}
+
+// TestInvokeRefusesBadRequests: the function's handler answers a request
+// that does not validate as refused, naming the problem, with nothing done
+// and no invocation error (which would count as a Lambda error and page
+// the errors alarm).
+func TestInvokeRefusesBadRequests(t *testing.T) {
+	r := &replay.Replayer{Logger: slog.New(slog.DiscardHandler)}
+	for payload, want := range map[string]string{
+		`{"dry_rnu": false}`:                             "dry_rnu",
+		`{"action": "explode"}`:                          "explode",
+		`{"action":"replay","event_keys":["no-hashes"]}`: "no-hashes",
+		`not json`: "bad request",
+	} {
+		s, err := r.Invoke(context.Background(), json.RawMessage(payload))
+		if err != nil {
+			t.Errorf("%s: invocation error %v, want a refused answer", payload, err)
+			continue
+		}
+		if !strings.Contains(s.Refused, want) || s.Moved != 0 || s.Examined != 0 {
+			t.Errorf("%s: got %+v, want refused naming %q, nothing done", payload, s, want)
+		}
 	}
 }

@@ -46,6 +46,9 @@ type Summary struct {
 	// ElapsedSeconds is set in progress reports only.
 	ElapsedSeconds float64 `json:"elapsed_seconds,omitempty"`
 	Error          string  `json:"error,omitempty"`
+	// Refused says why the request was not run (a misspelt field, an
+	// unknown action, a malformed key): nothing was done.
+	Refused string `json:"refused,omitempty"`
 }
 
 // The outcomes Summary.Counts names.
