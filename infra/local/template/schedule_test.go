@@ -19,9 +19,13 @@ func TestTemplateSchedules(t *testing.T) {
 			t.Errorf("%s: got %v, %v; want none", id, s, err)
 		}
 	}
-	tpl = mustLoad(t, WithParameter("SweepSchedule", "rate(1 hour)"))
-	if got, err := tpl.Schedules("ReplayFunction"); err != nil || got[0].Every != time.Hour {
-		t.Errorf("rate(1 hour): got %+v, %v", got, err)
+	tpl = mustLoad(t, WithParameter("SweepSchedule", "rate(2 minutes)"))
+	if got, err := tpl.Schedules("ReplayFunction"); err != nil || got[0].Every != 2*time.Minute {
+		t.Errorf("rate(2 minutes): got %+v, %v", got, err)
+	}
+	// Slower than the oldest-unfinished alarm's 5-minute periods: refused.
+	if err := mustLoad(t).SetParameter("SweepSchedule", "rate(1 hour)"); err == nil {
+		t.Error("SweepSchedule rate(1 hour) accepted")
 	}
 }
 
