@@ -106,12 +106,13 @@ test-short: ## Unit tests only (nothing to install or start).
 	$(GO) test -short ./...
 
 .PHONY: lint
-lint: $(BIN)/staticcheck $(CFN_LINT) ## gofmt, go vet, staticcheck and cfn-lint.
+lint: $(BIN)/staticcheck $(CFN_LINT) ## gofmt, go vet, staticcheck and cfn-lint (defaults, then every condition both ways: infra/deploy's Matrix).
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go' -not -path './.venv/*')); \
 	  if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
 	$(BIN)/staticcheck ./...
 	$(CFN_LINT) $(TEMPLATE)
+	$(GO) run ./infra/deploy/cmd/lint-matrix -cfn-lint $(CFN_LINT) -template $(TEMPLATE)
 
 # One process per round, so that a scheme and its baseline are measured
 # seconds apart rather than each after the other's repeats (go test -count).
