@@ -105,6 +105,11 @@ test: local-aws dynoxide-if-any $(BIN)/aws-lambda-rie ## Run every test: unit, a
 test-short: ## Unit tests only (nothing to install or start).
 	$(GO) test -short ./...
 
+.PHONY: upgrade-check
+REF ?=
+upgrade-check: ## What updating a stack deployed from REF (default: the last earlier commit that changed template.yaml) would do to its state: replacements, removals, index changes DynamoDB refuses.
+	$(GO) run ./infra/deploy/cmd/upgrade-check $(if $(REF),-ref $(REF)) -template $(TEMPLATE)
+
 .PHONY: lint
 lint: $(BIN)/staticcheck $(CFN_LINT) ## gofmt, go vet, staticcheck and cfn-lint (defaults, then every condition both ways: infra/deploy's Matrix).
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go' -not -path './.venv/*')); \

@@ -654,3 +654,42 @@ func TestMetricsNamespacePattern(t *testing.T) {
 		}
 	}
 }
+
+// TestUpgradeProblems: an update from today's template to itself is clean;
+// each change that loses state or that DynamoDB refuses is named.
+func TestUpgradeProblems(t *testing.T) {
+	raw, err := os.ReadFile(filepath.Join(root, "template.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	load := func(text string) *template.Template {
+		t.Helper()
+		p := filepath.Join(t.TempDir(), "template.yaml")
+		if err := os.WriteFile(p, []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		tpl, err := template.Load(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return tpl
+	}
+	cur := load(string(raw))
+	if got := UpgradeProblems(cur, load(string(raw))); len(got) != 0 {
+		t.Errorf("the same template: %q", got)
+	}
+	for _, c := range []struct{ name, from, to, want string }{
+		{"projection", "NonKeyAttributes: [status, due_ms, event_type, expires_at]", "NonKeyAttributes: [status, due_ms]", "index unfinished changes its key or projection"},
+		{"table key", "        - AttributeName: pk\n          KeyType: HASH", "        - AttributeName: id\n          KeyType: HASH", "InboxTable.KeySchema changes"},
+		{"bucket removed", "  PayloadBucket:\n", "  PayloadBucketRenamed:\n", "PayloadBucket (AWS::S3::Bucket) is removed: CloudFormation stops managing (retains) it"},
+	} {
+		edited := strings.Replace(string(raw), c.from, c.to, 1)
+		if edited == string(raw) {
+			t.Fatalf("%s: %q not in the template", c.name, c.from)
+		}
+		got := strings.Join(UpgradeProblems(cur, load(edited)), "\n")
+		if !strings.Contains(got, c.want) {
+			t.Errorf("%s: got %q, want %q", c.name, got, c.want)
+		}
+	}
+}
