@@ -3,7 +3,8 @@ package deploy
 import (
 	"errors"
 	"fmt"
-	"sort"
+	"maps"
+	"slices"
 	"strings"
 
 	"github.com/webhook-inbox/webhook-inbox/infra/local/template"
@@ -22,13 +23,8 @@ var FunctionNeeds = map[string]config.Need{
 // Apply sets the overrides on tpl, as CloudFormation would take them: an
 // undeclared parameter or a value its constraints refuse is an error.
 func Apply(tpl *template.Template, overrides map[string]string) error {
-	keys := make([]string, 0, len(overrides))
-	for k := range overrides {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
 	var errs []error
-	for _, k := range keys {
+	for _, k := range slices.Sorted(maps.Keys(overrides)) {
 		if err := tpl.SetParameter(k, overrides[k]); err != nil {
 			errs = append(errs, err)
 		}
@@ -69,12 +65,7 @@ func StaleOverrides(tpl *template.Template, sc *Samconfig) []string {
 // kind: it only exists once deployed.
 func StartFunctions(tpl *template.Template) error {
 	var errs []error
-	ids := make([]string, 0, len(FunctionNeeds))
-	for id := range FunctionNeeds {
-		ids = append(ids, id)
-	}
-	sort.Strings(ids)
-	for _, id := range ids {
+	for _, id := range slices.Sorted(maps.Keys(FunctionNeeds)) {
 		env, err := Environment(tpl, id)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("%s: %w", id, err))

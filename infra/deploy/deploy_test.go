@@ -3,6 +3,7 @@ package deploy
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -40,11 +41,7 @@ func TestSamconfig(t *testing.T) {
 		t.Errorf("stack_name %q, region %q: want both", sc.StackName, sc.Region)
 	}
 	tpl := loadTemplate(t)
-	kv := map[string]string{}
-	for _, o := range sc.Overrides {
-		kv[o.Key] = o.Value
-	}
-	if err := Apply(tpl, kv); err != nil {
+	if err := Apply(tpl, sc.Values()); err != nil {
 		t.Fatal(err)
 	}
 	for _, line := range StaleOverrides(tpl, sc) {
@@ -149,15 +146,15 @@ func TestParseOverrides(t *testing.T) {
 	}
 }
 
-// shellWords returns the arguments the shell passes to sam for cmd, a
+// shellWords returns the arguments the shell passes to prog for cmd, a
 // command line as documented: the real /bin/sh parses it.
-func shellWords(t *testing.T, cmd string) []string {
+func shellWords(t *testing.T, prog, cmd string) []string {
 	t.Helper()
 	sh, err := exec.LookPath("sh")
 	if err != nil {
 		t.Skip("no sh")
 	}
-	out, err := exec.Command(sh, "-c", `sam() { for a; do printf '%s\0' "$a"; done; }; `+cmd).Output()
+	out, err := exec.Command(sh, "-c", prog+`() { for a; do printf '%s\0' "$a"; done; }; `+cmd).Output()
 	if err != nil {
 		t.Fatalf("sh: %v", err)
 	}
@@ -168,7 +165,7 @@ func shellWords(t *testing.T, cmd string) []string {
 // the shell and SAM CLI read it, sets Sources to `[{` and every function
 // refuses to start. The check that would have caught it.
 func TestCommandLineSourcesBreak(t *testing.T) {
-	words := shellWords(t, `sam deploy --parameter-overrides 'Sources=[{"name":"stripe","kind":"stripe"},{"name":"github","kind":"github"}]'`)
+	words := shellWords(t, "sam", `sam deploy --parameter-overrides 'Sources=[{"name":"stripe","kind":"stripe"},{"name":"github","kind":"github"}]'`)
 	if len(words) != 3 || words[1] != "--parameter-overrides" {
 		t.Fatalf("words %q", words)
 	}
@@ -237,13 +234,10 @@ func TestDocsSetParametersInSamconfig(t *testing.T) {
 		t.Fatal(err)
 	}
 	excerpts := 0
-	for _, doc := range []string{"README.md", "docs/runbook.md"} {
-		raw, err := os.ReadFile(filepath.Join(root, doc))
-		if err != nil {
-			t.Fatal(err)
-		}
+	for _, d := range docs(t) {
+		doc, raw := d[0], d[1]
 		inBlock := false
-		for i, line := range strings.Split(string(raw), "\n") {
+		for i, line := range strings.Split(raw, "\n") {
 			if strings.HasPrefix(strings.TrimSpace(line), "```") {
 				inBlock = !inBlock
 			}
@@ -251,20 +245,15 @@ func TestDocsSetParametersInSamconfig(t *testing.T) {
 				t.Errorf("%s:%d: a command with --parameter-overrides: set parameters in samconfig.toml instead", doc, i+1)
 			}
 		}
-		for _, block := range fenced(string(raw), "toml") {
-			kv := map[string]string{}
-			for _, o := range base.Overrides {
-				kv[o.Key] = o.Value
-			}
+		for _, block := range fenced(raw, "toml") {
+			kv := base.Values()
 			p := writeSamconfig(t, "[default.deploy.parameters]\nparameter_overrides = [\n"+block+"\n]\n")
 			sc, err := ReadSamconfig(p, "default")
 			if err != nil {
 				t.Errorf("%s: excerpt:\n%s\n%v", doc, block, err)
 				continue
 			}
-			for _, o := range sc.Overrides {
-				kv[o.Key] = o.Value
-			}
+			maps.Copy(kv, sc.Values())
 			tpl := loadTemplate(t)
 			if err := Apply(tpl, kv); err != nil {
 				t.Errorf("%s: excerpt:\n%s\n%v", doc, block, err)
@@ -306,6 +295,20 @@ func fenced(md, lang string) []string {
 		case in:
 			cur = append(cur, line)
 		}
+	}
+	return out
+}
+
+// docs are the README and the runbook, by path, in that order.
+func docs(t *testing.T) [][2]string {
+	t.Helper()
+	var out [][2]string
+	for _, doc := range []string{"README.md", "docs/runbook.md"} {
+		raw, err := os.ReadFile(filepath.Join(root, doc))
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, [2]string{doc, string(raw)})
 	}
 	return out
 }
@@ -361,12 +364,9 @@ func TestDocsAWSCommands(t *testing.T) {
 		t.Fatal(err)
 	}
 	seen := 0
-	for _, doc := range []string{"README.md", "docs/runbook.md"} {
-		raw, err := os.ReadFile(filepath.Join(root, doc))
-		if err != nil {
-			t.Fatal(err)
-		}
-		cmds, lines := commands(string(raw), "aws ")
+	for _, d := range docs(t) {
+		doc := d[0]
+		cmds, lines := commands(d[1], "aws ")
 		for i, cmd := range cmds {
 			seen++
 			at := func(format string, args ...any) {
@@ -377,7 +377,7 @@ func TestDocsAWSCommands(t *testing.T) {
 			for _, sep := range []string{" && ", " | ", " # "} {
 				line, _, _ = strings.Cut(line, sep)
 			}
-			words := shellWords(t, strings.Replace(line, "aws ", "sam ", 1))
+			words := shellWords(t, "aws", line)
 			flags := map[string]string{}
 			for j, w := range words {
 				if strings.HasPrefix(w, "--") {

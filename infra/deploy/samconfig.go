@@ -26,6 +26,16 @@ type Samconfig struct {
 	Overrides         []Override
 }
 
+// Values are the overrides as SAM CLI passes them: a later entry for a
+// key replaces an earlier one.
+func (sc *Samconfig) Values() map[string]string {
+	kv := map[string]string{}
+	for _, o := range sc.Overrides {
+		kv[o.Key] = o.Value
+	}
+	return kv
+}
+
 // ReadSamconfig reads path's [env.deploy.parameters] (and the
 // [env.global.parameters] it inherits) as SAM CLI does for `sam deploy
 // --config-env env`.

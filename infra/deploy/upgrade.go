@@ -2,8 +2,9 @@ package deploy
 
 import (
 	"fmt"
+	"maps"
 	"reflect"
-	"sort"
+	"slices"
 
 	"github.com/webhook-inbox/webhook-inbox/infra/local/template"
 )
@@ -82,19 +83,9 @@ func indexProblems(table string, old, new any) []string {
 	o, n := byName(old), byName(new)
 	var out []string
 	changes := 0
-	names := map[string]bool{}
-	for k := range o {
-		names[k] = true
-	}
-	for k := range n {
-		names[k] = true
-	}
-	sorted := make([]string, 0, len(names))
-	for k := range names {
-		sorted = append(sorted, k)
-	}
-	sort.Strings(sorted)
-	for _, name := range sorted {
+	names := maps.Clone(o)
+	maps.Copy(names, n)
+	for _, name := range slices.Sorted(maps.Keys(names)) {
 		a, inOld := o[name]
 		b, inNew := n[name]
 		switch {

@@ -200,17 +200,14 @@ func (r *Replayer) Handle(ctx context.Context, req Request) (Summary, error) {
 // not page the functions' errors alarm, and the answer says what to fix.
 func (r *Replayer) Invoke(ctx context.Context, payload json.RawMessage) (Summary, error) {
 	req, err := DecodeRequest(payload)
+	var s Summary
 	if err == nil {
-		var s Summary
 		s, err = r.Handle(ctx, req)
-		if err == nil {
-			return s, nil
-		}
 	}
-	if !errors.Is(err, ErrBadRequest) {
-		return Summary{}, err
+	if err == nil || !errors.Is(err, ErrBadRequest) {
+		return s, err
 	}
-	s := Summary{Action: req.Action, DryRun: req.DryRun == nil || *req.DryRun, Refused: err.Error()}
+	s = Summary{Action: req.Action, DryRun: req.DryRun == nil || *req.DryRun, Refused: err.Error()}
 	r.Logger.Warn("replay refused", "action", s.Action, "refused", s.Refused)
 	return s, nil
 }

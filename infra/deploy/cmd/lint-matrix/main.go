@@ -11,9 +11,10 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"maps"
 	"os"
 	"os/exec"
-	"sort"
+	"slices"
 	"strings"
 	"sync"
 
@@ -75,14 +76,7 @@ func check(lint, tplPath string, set map[string]string) error {
 	return errors.Join(errs...)
 }
 
-func keys(m map[string]string) []string {
-	ks := make([]string, 0, len(m))
-	for k := range m {
-		ks = append(ks, k)
-	}
-	sort.Strings(ks)
-	return ks
-}
+func keys(m map[string]string) []string { return slices.Sorted(maps.Keys(m)) }
 
 func describe(set map[string]string) string {
 	if len(set) == 0 {
