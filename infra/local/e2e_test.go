@@ -207,7 +207,7 @@ func TestEndToEnd(t *testing.T) {
 	if !bytes.Equal(ev.Payload, body) {
 		t.Error("stored payload differs from the bytes sent")
 	}
-	eff, err := e.store.Fact(context.Background(), examples.InvoicePaidKind, invoice)
+	eff, err := e.store.Fact(context.Background(), ev.PartScope(), examples.InvoicePaidKind, invoice)
 	if err != nil {
 		t.Fatal(err)
 	}

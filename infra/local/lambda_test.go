@@ -283,7 +283,7 @@ func TestBootstrapsUnderRIE(t *testing.T) {
 		if ev.Status != inbox.StatusProcessed || ev.Outcome != inbox.OutcomeApplied {
 			t.Errorf("event: got %s/%s, want processed/applied", ev.Status, ev.Outcome)
 		}
-		if _, err := store.Fact(context.Background(), examples.InvoicePaidKind, invoice); err != nil {
+		if _, err := store.Fact(context.Background(), ev.PartScope(), examples.InvoicePaidKind, invoice); err != nil {
 			t.Errorf("effect: %v", err)
 		}
 		// The same batch again: acknowledged, no second effect.

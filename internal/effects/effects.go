@@ -38,6 +38,47 @@ const (
 	OutboundPrefix = "outbox#"
 )
 
+// Scopes. The parts of one event are stored in its scope: the key space
+// of its source and account (see inbox.Event.PartScope), so that two
+// tenants, or a live and a test source, naming the same invoice or the
+// same customer write two facts and two entities, never one. The processor
+// applies the scope, not the handler: a plan's IDs and keys are the same
+// whoever the event is from, and the store turns them into stored ones
+// with ScopedID and ScopedKey.
+//
+// A stored ID is the part's type prefix, '@', the scope, '#' and the rest
+// of the plan's ID: fact#@stripe#acct_1#invoice_paid#in_1. A scope is
+// "name#account" (neither part holds '#', so it ends at its second '#'),
+// and Validate refuses kinds and row keys that start with '@', so a stored
+// ID in a scope is never an unscoped one (events stored before parts had
+// scopes keep their unscoped IDs: the empty scope).
+const scopeMark = "@"
+
+// ScopedID is a part's ID (Fact.ID, Update.ID, Outbound.ID) as stored in
+// scope; the empty scope leaves it as it is.
+func ScopedID(scope, id string) string {
+	if scope == "" {
+		return id
+	}
+	for _, prefix := range [...]string{FactPrefix, EntityPrefix, OutboundPrefix} {
+		if rest, ok := strings.CutPrefix(id, prefix); ok {
+			return prefix + scopeMark + scope + "#" + rest
+		}
+	}
+	return scopeMark + scope + "#" + id
+}
+
+// ScopedKey is an outbound row's key as stored in scope, and as sent in
+// its Idempotency-Key header: its receiver tells two tenants' calls apart
+// too. OutboundPrefix + ScopedKey(scope, key) is ScopedID(scope, the
+// row's ID).
+func ScopedKey(scope, key string) string {
+	if scope == "" {
+		return key
+	}
+	return scopeMark + scope + "#" + key
+}
+
 // Fact is one business fact. Kind and Key together are its identity: a
 // second fact with the same identity — from a retry or from a different
 // event carrying the same fact — is never written.
@@ -220,12 +261,18 @@ func names(n ...string) map[string]bool {
 // in the plan, and that the plan fits one DynamoDB transaction (MaxParts,
 // MaxIDBytes, MaxPartBytes, MaxPlanBytes). A plan it refuses would be
 // refused every time: the processor treats it as a permanent error.
-func (p Plan) Validate() error {
+// Validate checks identities and keys unscoped; the processor checks a
+// plan with ValidateIn, in its event's scope.
+func (p Plan) Validate() error { return p.ValidateIn("") }
+
+// ValidateIn is Validate with the identities and keys as they are stored
+// in scope (ScopedID, ScopedKey): their lengths are the stored ones'.
+func (p Plan) ValidateIn(scope string) error {
 	if n := p.Len(); n > MaxParts {
 		return fmt.Errorf("%d parts (%d facts, %d updates, %d outbound): at most %d commit with the event",
 			n, len(p.Facts), len(p.Updates), len(p.Outbound), MaxParts)
 	}
-	v := validator{seen: make(map[string]string, p.Len())}
+	v := validator{seen: make(map[string]string, p.Len()), scope: scope}
 	for i, f := range p.Facts {
 		v.part(fmt.Sprintf("fact %d", i), "fact", f.ID(), f.Kind, f.Key)
 		v.attrs(fmt.Sprintf("fact %d", i), f.Attributes, ReservedFact, nil)
@@ -237,7 +284,7 @@ func (p Plan) Validate() error {
 	keys := 0
 	for i, o := range p.Outbound {
 		v.outbound(fmt.Sprintf("outbound %d (%s)", i, o.ID()), o)
-		keys += len(o.Key)
+		keys += len(ScopedKey(scope, o.Key))
 	}
 	if v.err == nil && keys > MaxOutboundKeyBytes {
 		v.err = fmt.Errorf("outbound keys of %d bytes together, over %d (the event lists them)", keys, MaxOutboundKeyBytes)
@@ -252,6 +299,7 @@ func (p Plan) Validate() error {
 // their part type) and the plan's size so far.
 type validator struct {
 	err   error
+	scope string
 	seen  map[string]string
 	size  int
 	total int
@@ -270,15 +318,17 @@ func (v *validator) part(what, typ, id, kind, key string) {
 		v.fail("%s: empty kind or key", what)
 	case strings.Contains(kind, "#"):
 		v.fail("%s: '#' in kind %q", what, kind)
+	case strings.HasPrefix(kind, scopeMark):
+		v.fail("%s: kind %q starts with %q, which marks a scope", what, kind, scopeMark)
 	case !headerSafe(kind) || !headerSafe(key):
 		v.fail("%s: kind or key is not UTF-8 or holds a control character", what)
-	case len(id) > MaxIDBytes:
-		v.fail("%s: identity of %d bytes, over %d", what, len(id), MaxIDBytes)
+	case len(ScopedID(v.scope, id)) > MaxIDBytes:
+		v.fail("%s: identity of %d bytes stored, over %d", what, len(ScopedID(v.scope, id)), MaxIDBytes)
 	case v.seen[id] != "":
 		v.fail("%s: %s declared twice", what, id)
 	}
 	v.seen[id] = typ
-	v.size = len(id)*2 + 128
+	v.size = len(ScopedID(v.scope, id))*2 + 128
 }
 
 // attrs checks attributes and counts their size.
@@ -370,8 +420,10 @@ func (v *validator) outbound(what string, o Outbound) {
 		v.fail("%s: action %q: want %q or %q", what, o.Action, ActionHTTP, ActionEventBridge)
 	case o.Target == "" || o.Key == "":
 		v.fail("%s: empty target or key", what)
-	case len(o.Key) > MaxKeyBytes:
-		v.fail("%s: key of %d bytes, over %d", what, len(o.Key), MaxKeyBytes)
+	case strings.HasPrefix(o.Key, scopeMark):
+		v.fail("%s: key starts with %q, which marks a scope", what, scopeMark)
+	case len(ScopedKey(v.scope, o.Key)) > MaxKeyBytes:
+		v.fail("%s: key of %d bytes stored, over %d", what, len(ScopedKey(v.scope, o.Key)), MaxKeyBytes)
 	case !headerSafe(o.Key):
 		v.fail("%s: key is not UTF-8 or holds a control character", what)
 	case !utf8.ValidString(o.Target):
@@ -386,7 +438,7 @@ func (v *validator) outbound(what string, o Outbound) {
 		v.fail("%s: %s declared twice", what, o.ID())
 	}
 	v.seen[o.ID()] = "outbound"
-	v.size = len(o.ID())*2 + len(o.Target) + len(o.Body) + 256
+	v.size = len(ScopedID(v.scope, o.ID()))*2 + len(o.Target) + len(o.Body) + 256
 	v.end(what)
 }
 

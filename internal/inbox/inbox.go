@@ -208,6 +208,14 @@ type Event struct {
 	// id of the delivery that stored the event.
 	Headers   map[string]string
 	RequestID string
+	// Scope is the key space of the event's business parts (see
+	// PartScope), chosen at ingest from its source and kept with it:
+	// "name#account", the name being its source's unless the source
+	// shares another's key space. Unscoped marks an event stored before
+	// parts had scopes: its parts keep the unscoped IDs they were first
+	// written under, so a re-run or a retry of it still meets them.
+	Scope    string
+	Unscoped bool
 
 	Status   Status
 	Outcome  Outcome
@@ -249,6 +257,23 @@ type Event struct {
 	// was processed; PreviousOutcome is the outcome the last one found.
 	Reruns          int
 	PreviousOutcome Outcome
+}
+
+// ScopeOf is the scope of the parts of events of key k whose source's
+// parts are kept under name: "name#account".
+func ScopeOf(name string, k Key) string { return name + "#" + k.Account }
+
+// PartScope is the scope the event's parts are stored in: Scope, or its
+// own source and account when none was chosen (ScopeOf(Key.Source, Key));
+// empty for an Unscoped event.
+func (e Event) PartScope() string {
+	switch {
+	case e.Unscoped:
+		return ""
+	case e.Scope != "":
+		return e.Scope
+	}
+	return ScopeOf(e.Key.Source, e.Key)
 }
 
 // PayloadRef names a payload kept outside the event's item (a claim

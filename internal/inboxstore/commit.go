@@ -48,16 +48,17 @@ const maxTouched = 16 << 10
 // conflicts with concurrent transactions are retried a few times and then
 // wrap inbox.ErrUnavailable like any outage.
 func (s *Store) Complete(ctx context.Context, ev inbox.Event, owner string, plan effects.Plan, outcome inbox.Outcome, now time.Time) error {
+	scope := ev.PartScope()
 	items := make([]types.TransactWriteItem, 0, plan.Len()+1)
 	for _, f := range plan.Facts {
-		item, err := s.putFact(ev.Key, f, now)
+		item, err := s.putFact(ev.Key, scope, f, now)
 		if err != nil {
 			return fmt.Errorf("complete %s: %s: %w", ev.Key, f.ID(), err)
 		}
 		items = append(items, item)
 	}
 	for _, u := range plan.Updates {
-		item, err := s.updateEntity(ev.Key, u, now)
+		item, err := s.updateEntity(ev.Key, scope, u, now)
 		if err != nil {
 			return fmt.Errorf("complete %s: %s: %w", ev.Key, u.ID(), err)
 		}
@@ -65,10 +66,15 @@ func (s *Store) Complete(ctx context.Context, ev inbox.Event, owner string, plan
 	}
 	rows := make([]string, 0, len(plan.Outbound))
 	for _, o := range plan.Outbound {
-		items = append(items, s.putRow(ev.Key, o, now))
-		rows = append(rows, o.Key)
+		items = append(items, s.putRow(ev.Key, scope, o, now))
+		rows = append(rows, effects.ScopedKey(scope, o.Key))
 	}
-	items = append(items, s.processed(ev.Key, owner, outcome, touched(plan.IDs()), rows, now))
+	ids := plan.IDs()
+	stored := make([]string, len(ids))
+	for i, id := range ids {
+		stored[i] = effects.ScopedID(scope, id)
+	}
+	items = append(items, s.processed(ev.Key, owner, outcome, touched(stored), rows, now))
 	for try := 0; ; try++ {
 		_, err := s.api.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: items})
 		if err == nil {
@@ -100,7 +106,7 @@ func touched(ids []string) []string {
 	return ids
 }
 
-func (s *Store) putFact(k inbox.Key, f effects.Fact, now time.Time) (types.TransactWriteItem, error) {
+func (s *Store) putFact(k inbox.Key, scope string, f effects.Fact, now time.Time) (types.TransactWriteItem, error) {
 	av, err := attributevalue.MarshalMap(f.Attributes)
 	if err != nil {
 		return types.TransactWriteItem{}, err
@@ -108,7 +114,7 @@ func (s *Store) putFact(k inbox.Key, f effects.Fact, now time.Time) (types.Trans
 	if av == nil {
 		av = map[string]types.AttributeValue{}
 	}
-	av["pk"] = str(f.ID())
+	av["pk"] = str(effects.ScopedID(scope, f.ID()))
 	av["fact_kind"] = str(f.Kind)
 	av["fact_key"] = str(f.Key)
 	av["event_key"] = str(k.String())
@@ -123,7 +129,7 @@ func (s *Store) putFact(k inbox.Key, f effects.Fact, now time.Time) (types.Trans
 // updateEntity builds an entity's guarded update. The order guard holds
 // for an entity with no order yet or an older one; the transition guard
 // for an entity with no state yet or one of the allowed ones.
-func (s *Store) updateEntity(k inbox.Key, u effects.Update, now time.Time) (types.TransactWriteItem, error) {
+func (s *Store) updateEntity(k inbox.Key, scope string, u effects.Update, now time.Time) (types.TransactWriteItem, error) {
 	names := map[string]string{}
 	values := map[string]types.AttributeValue{
 		":kind": str(u.Entity),
@@ -196,7 +202,7 @@ func (s *Store) updateEntity(k inbox.Key, u effects.Update, now time.Time) (type
 	}
 	up := &types.Update{
 		TableName:                 &s.table,
-		Key:                       map[string]types.AttributeValue{"pk": str(u.ID())},
+		Key:                       map[string]types.AttributeValue{"pk": str(effects.ScopedID(scope, u.ID()))},
 		UpdateExpression:          aws.String(expr),
 		ExpressionAttributeValues: values,
 	}
@@ -214,8 +220,8 @@ func (s *Store) updateEntity(k inbox.Key, u effects.Update, now time.Time) (type
 }
 
 // putRow writes an outbox row, pending and due at once, unless a row with
-// its key exists.
-func (s *Store) putRow(k inbox.Key, o effects.Outbound, now time.Time) types.TransactWriteItem {
+// its key (in scope) exists.
+func (s *Store) putRow(k inbox.Key, scope string, o effects.Outbound, now time.Time) types.TransactWriteItem {
 	action := o.Action
 	if action == "" {
 		action = effects.ActionHTTP
@@ -223,8 +229,8 @@ func (s *Store) putRow(k inbox.Key, o effects.Outbound, now time.Time) types.Tra
 	return types.TransactWriteItem{Put: &types.Put{
 		TableName: &s.table,
 		Item: map[string]types.AttributeValue{
-			"pk":          str(o.ID()),
-			"outbox_key":  str(o.Key),
+			"pk":          str(effects.ScopedID(scope, o.ID())),
+			"outbox_key":  str(effects.ScopedKey(scope, o.Key)),
 			"action":      str(action),
 			"target":      str(o.Target),
 			"body":        str(string(o.Body)),

@@ -31,9 +31,17 @@ func refusedOf(tb testing.TB, err error) *effects.RefusedError {
 	return r
 }
 
+// testScope is the scope of newEvent's events' parts; sid and skey are
+// a part's ID and a row's key as stored in it.
+const testScope = "stripe#acct_1"
+
+func sid(id string) string   { return effects.ScopedID(testScope, id) }
+func skey(key string) string { return effects.ScopedKey(testScope, key) }
+
+// mustPart returns the part stored in testScope under the plan's id.
 func mustPart(tb testing.TB, s *inboxstore.Store, id string) map[string]any {
 	tb.Helper()
-	m, err := s.Part(context.Background(), id)
+	m, err := s.Part(context.Background(), sid(id))
 	if err != nil {
 		tb.Fatalf("part %s: %v", id, err)
 	}
@@ -188,11 +196,15 @@ func TestCommitAllOrNothing(t *testing.T) {
 		t.Fatal(err)
 	}
 	got := mustGet(t, s, e.Key, t0.Add(time.Second))
-	if got.Status != inbox.StatusProcessed || !slices.Equal(got.Touched, first.IDs()) ||
-		!slices.Equal(got.OutboxRows, []string{first.Outbound[0].Key}) || !got.OutboxPending {
+	var stored []string
+	for _, id := range first.IDs() {
+		stored = append(stored, sid(id))
+	}
+	if got.Status != inbox.StatusProcessed || !slices.Equal(got.Touched, stored) ||
+		!slices.Equal(got.OutboxRows, []string{skey(first.Outbound[0].Key)}) || !got.OutboxPending {
 		t.Errorf("event: got %+v", got)
 	}
-	row, err := s.Row(context.Background(), first.Outbound[0].Key)
+	row, err := s.Row(context.Background(), skey(first.Outbound[0].Key))
 	if err != nil || row.State != outbox.Pending || row.Event != e.Key || string(row.Body) != `{"invoice":"in_1"}` || row.Target != "receipt" || row.Action != effects.ActionHTTP {
 		t.Errorf("row: got %+v, %v", row, err)
 	}
@@ -271,7 +283,7 @@ func TestOutboxIndex(t *testing.T) {
 	if got, err := s.Overdue(ctx, later.Add(time.Hour), 10); err != nil || len(got) != 0 {
 		t.Errorf("overdue after settling: got %+v %v, want none", got, err)
 	}
-	if got := mustGet(t, s, e.Key, later); got.OutboxPending || !got.DueAt.IsZero() || !slices.Equal(got.OutboxRows, []string{"r1"}) ||
+	if got := mustGet(t, s, e.Key, later); got.OutboxPending || !got.DueAt.IsZero() || !slices.Equal(got.OutboxRows, []string{skey("r1")}) ||
 		!got.ExpiresAt.Equal(time.Unix(later.Add(retention).Unix(), 0)) {
 		t.Errorf("settled event: got %+v, want settled, expiring after the retention", got)
 	}
@@ -299,7 +311,7 @@ func TestRowLifecycle(t *testing.T) {
 	now := t0.Add(2 * time.Second)
 	until := now.Add(20 * time.Second)
 	claim := func(key, owner string, at time.Time) (outbox.Row, error) {
-		return s.ClaimRow(ctx, key, owner, at, at.Add(20*time.Second))
+		return s.ClaimRow(ctx, skey(key), owner, at, at.Add(20*time.Second))
 	}
 
 	t.Run("delivered", func(t *testing.T) {
@@ -316,13 +328,13 @@ func TestRowLifecycle(t *testing.T) {
 		if again, err := claim("delivered", "w1", now); err != nil || again.State != outbox.Pending || again.Attempts != 0 {
 			t.Errorf("own claim again (a lost answer): got %+v, %v; want the pending row", again, err)
 		}
-		if err := s.FinishRow(ctx, "delivered", "w2", outbox.Result{State: outbox.Delivered, DeliveredTo: "http"}, now); !errors.Is(err, inbox.ErrLeaseLost) {
+		if err := s.FinishRow(ctx, skey("delivered"), "w2", outbox.Result{State: outbox.Delivered, DeliveredTo: "http"}, now); !errors.Is(err, inbox.ErrLeaseLost) {
 			t.Errorf("finish by another: got %v, want inbox.ErrLeaseLost", err)
 		}
-		if err := s.FinishRow(ctx, "delivered", "w1", outbox.Result{State: outbox.Delivered, StatusCode: 200, DeliveredTo: "http"}, now); err != nil {
+		if err := s.FinishRow(ctx, skey("delivered"), "w1", outbox.Result{State: outbox.Delivered, StatusCode: 200, DeliveredTo: "http"}, now); err != nil {
 			t.Fatal(err)
 		}
-		got, err := s.Row(ctx, "delivered")
+		got, err := s.Row(ctx, skey("delivered"))
 		if err != nil || got.State != outbox.Delivered || got.Body != nil || got.StatusCode != 200 || got.DeliveredTo != "http" || got.Attempts != 1 || got.LeaseOwner != "" {
 			t.Errorf("row: got %+v, %v; want delivered, body dropped", got, err)
 		}
@@ -336,7 +348,7 @@ func TestRowLifecycle(t *testing.T) {
 			t.Fatal(err)
 		}
 		retry := now.Add(time.Minute)
-		if err := s.FinishRow(ctx, "failed", "w1", outbox.Result{State: outbox.Failed, Cause: "503", StatusCode: 503, RetryAt: retry}, now); err != nil {
+		if err := s.FinishRow(ctx, skey("failed"), "w1", outbox.Result{State: outbox.Failed, Cause: "503", StatusCode: 503, RetryAt: retry}, now); err != nil {
 			t.Fatal(err)
 		}
 		if _, err := claim("failed", "w2", now.Add(30*time.Second)); !errors.Is(err, inbox.ErrNotDue) {
@@ -356,7 +368,7 @@ func TestRowLifecycle(t *testing.T) {
 		if err != nil || prev.State != outbox.Delivering || prev.LeaseOwner != "w1" {
 			t.Errorf("claim after the lease: got %+v, %v; want the row as w1 left it", prev, err)
 		}
-		if err := s.FinishRow(ctx, "stuck", "w1", outbox.Result{State: outbox.Delivered}, until); !errors.Is(err, inbox.ErrLeaseLost) {
+		if err := s.FinishRow(ctx, skey("stuck"), "w1", outbox.Result{State: outbox.Delivered}, until); !errors.Is(err, inbox.ErrLeaseLost) {
 			t.Errorf("the stopped holder's late finish: got %v, want inbox.ErrLeaseLost", err)
 		}
 	})
@@ -365,17 +377,17 @@ func TestRowLifecycle(t *testing.T) {
 		if _, err := claim("unknown", "w1", now); err != nil {
 			t.Fatal(err)
 		}
-		if err := s.FinishRow(ctx, "unknown", "w1", outbox.Result{State: outbox.Unknown, Cause: "timeout"}, now); err != nil {
+		if err := s.FinishRow(ctx, skey("unknown"), "w1", outbox.Result{State: outbox.Unknown, Cause: "timeout"}, now); err != nil {
 			t.Fatal(err)
 		}
 		got, err := s.ForReview(ctx, 10)
-		if err != nil || len(got) != 1 || got[0].Key != "unknown" || got[0].State != outbox.Unknown {
+		if err != nil || len(got) != 1 || got[0].Key != skey("unknown") || got[0].State != outbox.Unknown {
 			t.Errorf("for review: got %+v, %v", got, err)
 		}
 		if _, err := claim("unknown", "w2", until.Add(time.Hour)); !errors.Is(err, outbox.ErrFinal) {
 			t.Errorf("claim of an unknown row: got %v, want outbox.ErrFinal", err)
 		}
-		if row, err := s.Row(ctx, "unknown"); err != nil || string(row.Body) != `{"n":1}` {
+		if row, err := s.Row(ctx, skey("unknown")); err != nil || string(row.Body) != `{"n":1}` {
 			t.Errorf("unknown row keeps its body for review: got %+v, %v", row, err)
 		}
 	})
@@ -384,13 +396,13 @@ func TestRowLifecycle(t *testing.T) {
 		if _, err := claim("never", "w1", now); !errors.Is(err, inbox.ErrNotFound) {
 			t.Errorf("got %v, want inbox.ErrNotFound", err)
 		}
-		if _, err := s.Row(ctx, "never"); !errors.Is(err, inbox.ErrNotFound) {
+		if _, err := s.Row(ctx, skey("never")); !errors.Is(err, inbox.ErrNotFound) {
 			t.Errorf("row: got %v, want inbox.ErrNotFound", err)
 		}
 	})
 
 	t.Run("not an outcome", func(t *testing.T) {
-		if err := s.FinishRow(ctx, "failed", "w2", outbox.Result{State: outbox.Pending}, now); err == nil {
+		if err := s.FinishRow(ctx, skey("failed"), "w2", outbox.Result{State: outbox.Pending}, now); err == nil {
 			t.Error("finish as pending: accepted")
 		}
 	})

@@ -81,7 +81,7 @@ func TestRequeue(t *testing.T) {
 		}
 		got, did, err := s.Requeue(ctx, e.Key, at, true)
 		if err != nil || did != inboxstore.Rerun || got.Status != inbox.StatusFailed || got.Outcome != "" || got.PreviousOutcome != inbox.OutcomeApplied ||
-			got.Reruns != 1 || got.RevivedAttempts != got.Attempts || !got.ExpiresAt.IsZero() || !slices.Equal(got.Touched, []string{"fact#charge#ch_rq"}) {
+			got.Reruns != 1 || got.RevivedAttempts != got.Attempts || !got.ExpiresAt.IsZero() || !slices.Equal(got.Touched, []string{sid("fact#charge#ch_rq")}) {
 			t.Fatalf("force: got %+v %q %v; want a re-run, failed and due, the history kept", got, did, err)
 		}
 		if !overdue(e.Key) {
@@ -227,10 +227,10 @@ func TestResolveAndResend(t *testing.T) {
 	now := t0.Add(2 * time.Second)
 	finish := func(key string, st outbox.State) {
 		t.Helper()
-		if _, err := s.ClaimRow(ctx, key, "w", now, now.Add(time.Minute)); err != nil {
+		if _, err := s.ClaimRow(ctx, skey(key), "w", now, now.Add(time.Minute)); err != nil {
 			t.Fatal(err)
 		}
-		if err := s.FinishRow(ctx, key, "w", outbox.Result{State: st, Cause: "x"}, now); err != nil {
+		if err := s.FinishRow(ctx, skey(key), "w", outbox.Result{State: st, Cause: "x"}, now); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -253,35 +253,35 @@ func TestResolveAndResend(t *testing.T) {
 		slices.Sort(keys)
 		return keys
 	}
-	if got := review(); !slices.Equal(got, []string{"rv_rejected", "rv_unknown"}) {
+	if got := review(); !slices.Equal(got, []string{skey("rv_rejected"), skey("rv_unknown")}) {
 		t.Fatalf("for review: %v", got)
 	}
 
 	at := now.Add(time.Minute)
-	if _, err := s.ResolveRow(ctx, "rv_delivered", "checked", at); !errors.Is(err, outbox.ErrNotForReview) {
+	if _, err := s.ResolveRow(ctx, skey("rv_delivered"), "checked", at); !errors.Is(err, outbox.ErrNotForReview) {
 		t.Errorf("resolve delivered: got %v, want outbox.ErrNotForReview", err)
 	}
-	if _, err := s.ResendRow(ctx, "rv_delivered", at); !errors.Is(err, outbox.ErrNotForReview) {
+	if _, err := s.ResendRow(ctx, skey("rv_delivered"), at); !errors.Is(err, outbox.ErrNotForReview) {
 		t.Errorf("resend delivered: got %v, want outbox.ErrNotForReview", err)
 	}
-	if _, err := s.ResendRow(ctx, "rv_none", at); !errors.Is(err, inbox.ErrNotFound) {
+	if _, err := s.ResendRow(ctx, skey("rv_none"), at); !errors.Is(err, inbox.ErrNotFound) {
 		t.Errorf("resend missing: got %v, want inbox.ErrNotFound", err)
 	}
-	got, err := s.ResolveRow(ctx, "rv_rejected", "refunded by hand", at)
+	got, err := s.ResolveRow(ctx, skey("rv_rejected"), "refunded by hand", at)
 	if err != nil || got.State != outbox.Resolved {
 		t.Fatalf("resolve: got %+v %v", got, err)
 	}
-	if _, err := s.ResolveRow(ctx, "rv_rejected", "again", at); !errors.Is(err, outbox.ErrNotForReview) {
+	if _, err := s.ResolveRow(ctx, skey("rv_rejected"), "again", at); !errors.Is(err, outbox.ErrNotForReview) {
 		t.Errorf("resolve twice: got %v, want outbox.ErrNotForReview", err)
 	}
-	if _, err := s.ClaimRow(ctx, "rv_rejected", "w", at, at.Add(time.Minute)); !errors.Is(err, outbox.ErrFinal) {
+	if _, err := s.ClaimRow(ctx, skey("rv_rejected"), "w", at, at.Add(time.Minute)); !errors.Is(err, outbox.ErrFinal) {
 		t.Errorf("claim of a resolved row: got %v, want outbox.ErrFinal", err)
 	}
 
 	// A delivery pass that read the event before the resend (generation
 	// 0) and found every row final must not settle the outbox after it.
 	stale := mustGet(t, s, e.Key, at).OutboxGen
-	if _, err := s.ResendRow(ctx, "rv_unknown", at); err != nil {
+	if _, err := s.ResendRow(ctx, skey("rv_unknown"), at); err != nil {
 		t.Fatalf("resend: %v", err)
 	}
 	if err := s.SettleOutbox(ctx, e.Key, stale, true, time.Time{}, at); err != nil {
@@ -301,11 +301,11 @@ func TestResolveAndResend(t *testing.T) {
 	if err != nil || !slices.ContainsFunc(ps, func(p inboxstore.Pending) bool { return p.Key == e.Key }) {
 		t.Errorf("the event is not the sweep's after a resend: %+v %v", ps, err)
 	}
-	r, err := s.ClaimRow(ctx, "rv_unknown", "w2", at, at.Add(time.Minute))
+	r, err := s.ClaimRow(ctx, skey("rv_unknown"), "w2", at, at.Add(time.Minute))
 	if err != nil || r.State != outbox.Pending || string(r.Body) != `{"n":1}` || r.Attempts != 0 || r.Resent != 1 {
 		t.Errorf("claim after resend: got %+v %v; want the pending row with its body and a fresh attempts budget", r, err)
 	}
-	if _, err := s.ResendRow(ctx, "rv_unknown", at); !errors.Is(err, outbox.ErrNotForReview) {
+	if _, err := s.ResendRow(ctx, skey("rv_unknown"), at); !errors.Is(err, outbox.ErrNotForReview) {
 		t.Errorf("resend of a row being delivered: got %v, want outbox.ErrNotForReview", err)
 	}
 }
@@ -377,10 +377,10 @@ func TestRerunKeepsFirstRunsParts(t *testing.T) {
 		t.Fatal(err)
 	}
 	at := t0.Add(time.Minute)
-	if _, err := s.ClaimRow(ctx, "rr_1", "w", at, at.Add(time.Minute)); err != nil {
+	if _, err := s.ClaimRow(ctx, skey("rr_1"), "w", at, at.Add(time.Minute)); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.FinishRow(ctx, "rr_1", "w", outbox.Result{State: outbox.Delivered}, at); err != nil {
+	if err := s.FinishRow(ctx, skey("rr_1"), "w", outbox.Result{State: outbox.Delivered}, at); err != nil {
 		t.Fatal(err)
 	}
 	if err := s.SettleOutbox(ctx, e.Key, 0, true, time.Time{}, at); err != nil {
@@ -399,11 +399,11 @@ func TestRerunKeepsFirstRunsParts(t *testing.T) {
 		t.Fatal(err)
 	}
 	ev := mustGet(t, s, e.Key, at)
-	if !slices.Equal(ev.OutboxRows, []string{"rr_1", "rr_2"}) || !ev.OutboxPending {
+	if !slices.Equal(ev.OutboxRows, []string{skey("rr_1"), skey("rr_2")}) || !ev.OutboxPending {
 		t.Errorf("outbox rows: %v (pending %t), want both runs' rows, pending", ev.OutboxRows, ev.OutboxPending)
 	}
 	for _, id := range []string{effects.Fact{Kind: "k", Key: "a"}.ID(), effects.Fact{Kind: "k", Key: "b"}.ID()} {
-		if !slices.Contains(ev.Touched, id) {
+		if !slices.Contains(ev.Touched, sid(id)) {
 			t.Errorf("touched %v: no %s", ev.Touched, id)
 		}
 	}

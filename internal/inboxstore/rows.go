@@ -274,7 +274,8 @@ func (s *Store) Part(ctx context.Context, id string) (map[string]any, error) {
 	return m, nil
 }
 
-// Fact returns the attributes of a stored fact (see Part).
-func (s *Store) Fact(ctx context.Context, kind, key string) (map[string]any, error) {
-	return s.Part(ctx, effects.Fact{Kind: kind, Key: key}.ID())
+// Fact returns the attributes of a fact stored in scope (see Part and
+// inbox.Event.PartScope).
+func (s *Store) Fact(ctx context.Context, scope, kind, key string) (map[string]any, error) {
+	return s.Part(ctx, effects.ScopedID(scope, effects.Fact{Kind: kind, Key: key}.ID()))
 }

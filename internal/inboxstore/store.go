@@ -118,23 +118,26 @@ type item struct {
 	CreatedAt string `dynamodbav:"created_at,omitempty"`
 	// Payload is the payload as received, or PayloadZ its gzip (see
 	// compress): one of the two.
-	Payload     []byte            `dynamodbav:"payload,omitempty"`
-	PayloadZ    []byte            `dynamodbav:"payload_z,omitempty"`
-	PayloadRef  *payloadRef       `dynamodbav:"payload_ref,omitempty"`
-	Attributes  map[string]string `dynamodbav:"attributes,omitempty"`
-	Headers     map[string]string `dynamodbav:"headers,omitempty"`
-	RequestID   string            `dynamodbav:"request_id,omitempty"`
-	Status      string            `dynamodbav:"status"`
-	Outcome     string            `dynamodbav:"outcome,omitempty"`
-	Attempts    int               `dynamodbav:"attempts"`
-	Revived     int               `dynamodbav:"revived_attempts,omitempty"`
-	LastError   string            `dynamodbav:"last_error,omitempty"`
-	ReceivedAt  string            `dynamodbav:"received_at"`
-	UpdatedAt   string            `dynamodbav:"updated_at"`
-	ProcessedAt string            `dynamodbav:"processed_at,omitempty"`
-	ExpiresAt   int64             `dynamodbav:"expires_at,omitempty"`
-	LeaseOwner  string            `dynamodbav:"lease_owner,omitempty"`
-	LeaseUntil  int64             `dynamodbav:"lease_until,omitempty"`
+	Payload    []byte            `dynamodbav:"payload,omitempty"`
+	PayloadZ   []byte            `dynamodbav:"payload_z,omitempty"`
+	PayloadRef *payloadRef       `dynamodbav:"payload_ref,omitempty"`
+	Attributes map[string]string `dynamodbav:"attributes,omitempty"`
+	Headers    map[string]string `dynamodbav:"headers,omitempty"`
+	RequestID  string            `dynamodbav:"request_id,omitempty"`
+	// Scope is inbox.Event.PartScope, written at insert; an item without
+	// one was stored before parts had scopes (inbox.Event.Unscoped).
+	Scope       *string `dynamodbav:"scope,omitempty"`
+	Status      string  `dynamodbav:"status"`
+	Outcome     string  `dynamodbav:"outcome,omitempty"`
+	Attempts    int     `dynamodbav:"attempts"`
+	Revived     int     `dynamodbav:"revived_attempts,omitempty"`
+	LastError   string  `dynamodbav:"last_error,omitempty"`
+	ReceivedAt  string  `dynamodbav:"received_at"`
+	UpdatedAt   string  `dynamodbav:"updated_at"`
+	ProcessedAt string  `dynamodbav:"processed_at,omitempty"`
+	ExpiresAt   int64   `dynamodbav:"expires_at,omitempty"`
+	LeaseOwner  string  `dynamodbav:"lease_owner,omitempty"`
+	LeaseUntil  int64   `dynamodbav:"lease_until,omitempty"`
 	// SweepShard and ReceivedMs are the unfinished index's keys: the shard
 	// is present only while the event is unfinished.
 	SweepShard string   `dynamodbav:"sweep_shard,omitempty"`
@@ -211,11 +214,21 @@ func parseTS(s string) time.Time {
 	return t
 }
 
+// scopeOf is the scope attribute of an event's item: absent only for an
+// unscoped event.
+func scopeOf(e inbox.Event) *string {
+	if e.Unscoped {
+		return nil
+	}
+	s := e.PartScope()
+	return &s
+}
+
 func toItem(e inbox.Event) item {
 	it := item{
 		PK: pk(e.Key), Source: e.Key.Source, Account: e.Key.Account, EventID: e.Key.EventID,
 		Kind: e.Kind, EventType: e.Type, CreatedAt: ts(e.Created), Payload: e.Payload, Attributes: e.Attributes,
-		Headers: e.Headers, RequestID: e.RequestID,
+		Headers: e.Headers, RequestID: e.RequestID, Scope: scopeOf(e),
 		Status: string(e.Status), Outcome: string(e.Outcome), Attempts: e.Attempts, Revived: e.RevivedAttempts,
 		LastError: e.LastError, ReceivedAt: ts(e.ReceivedAt), UpdatedAt: ts(e.UpdatedAt),
 		ProcessedAt: ts(e.ProcessedAt), LeaseOwner: e.LeaseOwner, DeadBy: e.DeadBy,
@@ -264,6 +277,14 @@ func (it item) event() inbox.Event {
 		Touched: it.Touched, OutboxRows: it.OutboxRows, OutboxPending: it.Outbox == outboxPending,
 		OutboxGen: it.OutboxGen,
 		Reruns:    it.Reruns, PreviousOutcome: inbox.Outcome(it.PreviousOutcome),
+	}
+	// An event in its own source's and account's scope reads back with
+	// none chosen, as ingest gives it.
+	switch {
+	case it.Scope == nil:
+		e.Unscoped = true
+	case *it.Scope != inbox.ScopeOf(e.Key.Source, e.Key):
+		e.Scope = *it.Scope
 	}
 	if it.DueMs != 0 {
 		e.DueAt = time.UnixMilli(it.DueMs)

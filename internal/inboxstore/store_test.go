@@ -145,7 +145,7 @@ func mustClaimed(tb testing.TB, s *inboxstore.Store, id, owner string) inbox.Eve
 
 func assertEffectAbsent(tb testing.TB, s *inboxstore.Store, r effects.Fact) {
 	tb.Helper()
-	got, err := s.Fact(context.Background(), r.Kind, r.Key)
+	got, err := s.Fact(context.Background(), "stripe#acct_1", r.Kind, r.Key)
 	if !errors.Is(err, inbox.ErrNotFound) {
 		tb.Errorf("effect %s: got %v, %v; want inbox.ErrNotFound", r.ID(), got, err)
 	}
@@ -469,12 +469,14 @@ func TestComplete(t *testing.T) {
 		want.LeaseUntil = time.Time{}
 		want.DueAt = time.Time{}
 		want.ExpiresAt = time.Unix(done.Add(retention).Unix(), 0)
-		want.Touched = plan.IDs()
+		for _, id := range plan.IDs() {
+			want.Touched = append(want.Touched, sid(id))
+		}
 		if !reflect.DeepEqual(utc(got), utc(want)) {
 			t.Errorf("event: got %+v, want %+v", utc(got), utc(want))
 		}
 
-		eff, err := s.Fact(ctx, "invoice_paid", "in_1")
+		eff, err := s.Fact(ctx, "stripe#acct_1", "invoice_paid", "in_1")
 		if err != nil {
 			t.Fatalf("effect: %v", err)
 		}
@@ -499,7 +501,7 @@ func TestComplete(t *testing.T) {
 				t.Errorf("the store writes %q on a record, which effects.ReservedFact does not name", name)
 			}
 		}
-		if _, err := s.Fact(ctx, "customer_seen", "cus_1"); err != nil {
+		if _, err := s.Fact(ctx, "stripe#acct_1", "customer_seen", "cus_1"); err != nil {
 			t.Errorf("second effect: %v", err)
 		}
 	})
@@ -574,7 +576,7 @@ func TestComplete(t *testing.T) {
 			{shared, first.Key},
 			{plan.Facts[2], second.Key},
 		} {
-			eff, err := s.Fact(ctx, tc.rec.Kind, tc.rec.Key)
+			eff, err := s.Fact(ctx, "stripe#acct_1", tc.rec.Kind, tc.rec.Key)
 			if err != nil {
 				t.Errorf("effect %s: %v", tc.rec.ID(), err)
 				continue
@@ -583,7 +585,7 @@ func TestComplete(t *testing.T) {
 				t.Errorf("effect %s event_key: got %v, want %s", tc.rec.ID(), got, tc.event)
 			}
 		}
-		if eff, err := s.Fact(ctx, shared.Kind, shared.Key); err == nil && eff["by"] != "first" {
+		if eff, err := s.Fact(ctx, "stripe#acct_1", shared.Kind, shared.Key); err == nil && eff["by"] != "first" {
 			t.Errorf("shared effect overwritten: got by=%v, want first", eff["by"])
 		}
 	})
@@ -897,7 +899,10 @@ func TestUnavailable(t *testing.T) {
 		{"overdue", func(ctx context.Context) error { _, err := s.Overdue(ctx, t0, 10); return err }},
 		{"oldest", func(ctx context.Context) error { _, _, err := s.Oldest(ctx); return err }},
 		{"reschedule", func(ctx context.Context) error { _, err := s.Reschedule(ctx, e.Key, t0, t0); return err }},
-		{"effect", func(ctx context.Context) error { _, err := s.Fact(ctx, "invoice_paid", "in_offline"); return err }},
+		{"effect", func(ctx context.Context) error {
+			_, err := s.Fact(ctx, "stripe#acct_1", "invoice_paid", "in_offline")
+			return err
+		}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
 	"github.com/webhook-inbox/webhook-inbox/internal/effects"
 	"github.com/webhook-inbox/webhook-inbox/internal/examples"
@@ -103,6 +104,8 @@ func (c *clock) advance(d time.Duration) { c.ns.Add(int64(d)) }
 // business is the shipped examples wired as in Lambda, over moto.
 type business struct {
 	s     *inboxstore.Store
+	db    *dynamodb.Client
+	table string
 	rc    *receiptReceiver
 	clock *clock
 	dlq   *recordingQueue
@@ -114,7 +117,8 @@ type business struct {
 
 func newBusiness(tb testing.TB) *business {
 	tb.Helper()
-	return &business{s: mustStore(tb), rc: newReceiver(tb), clock: newClock(), dlq: &recordingQueue{}, logs: &bytes.Buffer{}}
+	s, db, table := mustStoreTable(tb)
+	return &business{s: s, db: db, table: table, rc: newReceiver(tb), clock: newClock(), dlq: &recordingQueue{}, logs: &bytes.Buffer{}}
 }
 
 // processor returns a processor whose outbox delivers through store (the
@@ -217,13 +221,21 @@ func subscriptionEvent(eventID, typ, status string, created int64) []byte {
 		eventID, typ, created, status)
 }
 
+// stripeScope and githubScope are the scopes of the parts of the events
+// insert stores (no account).
+var (
+	stripeScope = inbox.ScopeOf("stripe", inbox.Key{})
+	githubScope = inbox.ScopeOf("github", inbox.Key{})
+)
+
+// receiptKey is the key of an invoice's receipt row, as stored and sent.
 func receiptKey(invoiceID string) string {
-	return effects.KeyOf(effects.Fact{Kind: examples.InvoicePaidKind, Key: invoiceID}.ID(), examples.ReceiptTarget)
+	return effects.ScopedKey(stripeScope, effects.KeyOf(effects.Fact{Kind: examples.InvoicePaidKind, Key: invoiceID}.ID(), examples.ReceiptTarget))
 }
 
 func membership(b *business, tb testing.TB) map[string]any {
 	tb.Helper()
-	return b.part(tb, effects.Update{Entity: examples.MembershipEntity, Key: "cus_1"}.ID())
+	return b.part(tb, effects.ScopedID(stripeScope, effects.Update{Entity: examples.MembershipEntity, Key: "cus_1"}.ID()))
 }
 
 func receive(m events.SQSMessage, n int) events.SQSMessage {
@@ -395,14 +407,14 @@ func TestOneInvoiceManyEvents(t *testing.T) {
 	if _, accepted := b.rc.counts(); len(accepted) != 3 || accepted[receiptKey("in_0")] != 1 {
 		t.Errorf("receipts: got %v, want one per invoice", accepted)
 	}
-	if ev := b.event(t, older); ev.Outcome != inbox.OutcomeApplied || !strings.Contains(strings.Join(ev.Touched, " "), "fact#invoice_paid#in_0") {
+	if ev := b.event(t, older); ev.Outcome != inbox.OutcomeApplied || !strings.Contains(strings.Join(ev.Touched, " "), effects.ScopedID(stripeScope, "fact#invoice_paid#in_0")) {
 		t.Errorf("the older invoice: got %s touching %v; want applied with its fact", ev.Outcome, ev.Touched)
 	}
 }
 
 func ledger(b *business, tb testing.TB) map[string]any {
 	tb.Helper()
-	return b.part(tb, effects.Update{Entity: examples.LedgerEntity, Key: "cus_1"}.ID())
+	return b.part(tb, effects.ScopedID(stripeScope, effects.Update{Entity: examples.LedgerEntity, Key: "cus_1"}.ID()))
 }
 
 // TestLedgerCountsEachInvoiceOnce: a customer's invoices, each carried by
@@ -476,7 +488,7 @@ func TestLedgerCountsEachInvoiceOnce(t *testing.T) {
 	}
 	paid, succeeded := b.event(t, older[0]), b.event(t, older[1])
 	touched := strings.Join(paid.Touched, " ")
-	if paid.Outcome != inbox.OutcomeApplied || !strings.Contains(touched, "entity#ledger#cus_1") || strings.Contains(touched, "entity#membership#cus_1") {
+	if paid.Outcome != inbox.OutcomeApplied || !strings.Contains(touched, effects.ScopedID(stripeScope, "entity#ledger#cus_1")) || strings.Contains(touched, "entity#membership#cus_1") {
 		t.Errorf("the older invoice: got %s touching %v; want applied, touching the ledger and not the membership", paid.Outcome, paid.Touched)
 	}
 	if succeeded.Outcome != inbox.OutcomeDuplicateEffect {
@@ -509,7 +521,7 @@ func TestSubscriptionReversed(t *testing.T) {
 			p := b.processor(t, nil, nil)
 			b.handle(t, p, sqsMessage(t, "m1", deleted))
 			b.handle(t, p, sqsMessage(t, "m2", updated))
-			sub := b.part(t, effects.Update{Entity: examples.SubscriptionEntity, Key: "sub_1"}.ID())
+			sub := b.part(t, effects.ScopedID(stripeScope, effects.Update{Entity: examples.SubscriptionEntity, Key: "sub_1"}.ID()))
 			if sub["status"] != "canceled" {
 				t.Errorf("status: got %v, want canceled", sub["status"])
 			}
@@ -636,7 +648,7 @@ func TestPlanOverTheLimits(t *testing.T) {
 		t.Errorf("DLQ: got %d, want 1", len(b.dlq.sent))
 	}
 	for _, id := range []string{"fact#line#0", "fact#line#99"} {
-		if _, err := b.s.Part(context.Background(), id); err == nil {
+		if _, err := b.s.Part(context.Background(), effects.ScopedID(stripeScope, id)); err == nil {
 			t.Errorf("%s written", id)
 		}
 	}
@@ -666,12 +678,12 @@ func TestGitHubPushes(t *testing.T) {
 			t.Fatalf("%s: got retries %v", k, got)
 		}
 	}
-	branch := b.part(t, effects.Update{Entity: examples.BranchEntity, Key: "octo/app:refs/heads/main"}.ID())
+	branch := b.part(t, effects.ScopedID(githubScope, effects.Update{Entity: examples.BranchEntity, Key: "octo/app:refs/heads/main"}.ID()))
 	if branch["head"] != c3 {
 		t.Errorf("head: got %v, want %s", branch["head"], c3)
 	}
 	for _, sha := range []string{c1, c2, c3} {
-		f := b.part(t, effects.Fact{Kind: examples.PushCommitKind, Key: "octo/app@" + sha}.ID())
+		f := b.part(t, effects.ScopedID(githubScope, effects.Fact{Kind: examples.PushCommitKind, Key: "octo/app@" + sha}.ID()))
 		if want := map[string]string{c1: older.String(), c2: newer.String(), c3: newer.String()}[sha]; f["event_key"] != want {
 			t.Errorf("commit %s recorded by %v, want %s", sha[:4], f["event_key"], want)
 		}

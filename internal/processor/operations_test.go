@@ -58,7 +58,7 @@ func TestForcedRerunDuplicatesNothing(t *testing.T) {
 	if got := b.handle(t, b.processor(t, nil, nil), sqsMessage(t, "m1", k)); len(got) != 0 {
 		t.Fatalf("first delivery: retries %v", got)
 	}
-	fact := effects.Fact{Kind: examples.InvoicePaidKind, Key: "in_rerun"}.ID()
+	fact := effects.ScopedID(stripeScope, effects.Fact{Kind: examples.InvoicePaidKind, Key: "in_rerun"}.ID())
 	factBefore, memberBefore, ledgerBefore := b.part(t, fact), membership(b, t), ledger(b, t)
 
 	b.clock.advance(10 * time.Minute)
@@ -130,9 +130,9 @@ func TestInspectShowsWhatAnEventWrote(t *testing.T) {
 	}
 	slices.Sort(parts)
 	want := []string{
-		effects.Update{Entity: examples.LedgerEntity, Key: "cus_1"}.ID(),
-		effects.Update{Entity: examples.MembershipEntity, Key: "cus_1"}.ID(),
-		effects.Fact{Kind: examples.InvoicePaidKind, Key: "in_inspect"}.ID(),
+		effects.ScopedID(stripeScope, effects.Update{Entity: examples.LedgerEntity, Key: "cus_1"}.ID()),
+		effects.ScopedID(stripeScope, effects.Update{Entity: examples.MembershipEntity, Key: "cus_1"}.ID()),
+		effects.ScopedID(stripeScope, effects.Fact{Kind: examples.InvoicePaidKind, Key: "in_inspect"}.ID()),
 	}
 	slices.Sort(want)
 	if !slices.Equal(parts, want) {

@@ -501,9 +501,10 @@ func (p *Processor) record(work, book context.Context, inv invocation, j *job) r
 	case err == nil:
 		res.outcome = string(outcome)
 		if len(plan.Outbound) > 0 {
+			// The rows as the store keeps them: in the event's scope.
 			rows := make([]string, len(plan.Outbound))
 			for i, o := range plan.Outbound {
-				rows[i] = o.Key
+				rows[i] = effects.ScopedKey(ev.PartScope(), o.Key)
 			}
 			return p.deliver(work, book, j, k, ev.OutboxGen, rows, res)
 		}
@@ -545,7 +546,7 @@ func (p *Processor) plan(ctx context.Context, ev inbox.Event) (plan effects.Plan
 		}
 		plan.Outbound = append(plan.Outbound, rows...)
 	}
-	if err := plan.Validate(); err != nil {
+	if err := plan.ValidateIn(ev.PartScope()); err != nil {
 		return effects.Plan{}, "", effects.Permanent(fmt.Errorf("invalid plan: %w", err))
 	}
 	if plan.Len() == 0 {

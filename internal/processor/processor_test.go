@@ -861,6 +861,15 @@ func TestOutboxAfterCommit(t *testing.T) {
 	notice := effects.Outbound{Target: "notice", Key: effects.KeyOf(member.ID(), "notice"), Body: []byte(`{}`), Of: member.ID()}
 	audit := effects.Outbound{Target: "audit", Key: "evt_1/audit", Body: []byte(`{}`)}
 	plan := effects.Plan{Facts: []effects.Fact{inv}, Updates: []effects.Update{member}, Outbound: []effects.Outbound{receipt, notice, audit}}
+	// stored is the rows' keys as a commit stores them, in the event's
+	// scope: what the outbox is handed after it.
+	stored := func(keys ...string) []string {
+		out := make([]string, len(keys))
+		for i, k := range keys {
+			out[i] = effects.ScopedKey(inbox.ScopeOf("stripe", inbox.Key{}), k)
+		}
+		return out
+	}
 	settled := func(inbox.Key, []string) (outbox.Settlement, error) { return outbox.Settlement{Settled: true}, nil }
 	unsettled := func(inbox.Key, []string) (outbox.Settlement, error) {
 		return outbox.Settlement{Due: testNow.Add(time.Minute)}, nil
@@ -895,13 +904,13 @@ func TestOutboxAfterCommit(t *testing.T) {
 	}{
 		{name: "every row delivered after the commit", receives: 1, claim: claimed,
 			complete: func(effects.Plan, inbox.Outcome) error { return nil }, deliver: settled,
-			wantRows: [][]string{{receipt.Key, notice.Key, audit.Key}}, wantDelay: -1, wantOutcome: "applied", wantOutbox: "settled"},
+			wantRows: [][]string{stored(receipt.Key, notice.Key, audit.Key)}, wantDelay: -1, wantOutcome: "applied", wantOutbox: "settled"},
 		{name: "a duplicate fact takes its update and their rows with it", receives: 1, claim: claimed,
 			complete: refuseOnce(&effects.RefusedError{Exists: []string{inv.ID()}}), deliver: settled,
-			wantRows: [][]string{{audit.Key}}, wantDelay: -1, wantOutcome: "applied", wantOutbox: "settled"},
+			wantRows: [][]string{stored(audit.Key)}, wantDelay: -1, wantOutcome: "applied", wantOutbox: "settled"},
 		{name: "a stale update takes its row with it", receives: 1, claim: claimed,
 			complete: refuseOnce(&effects.RefusedError{Stale: []string{member.ID()}}), deliver: settled,
-			wantRows: [][]string{{receipt.Key, audit.Key}}, wantDelay: -1, wantOutcome: "applied", wantOutbox: "settled"},
+			wantRows: [][]string{stored(receipt.Key, audit.Key)}, wantDelay: -1, wantOutcome: "applied", wantOutbox: "settled"},
 		{name: "an update refused with the fact it belongs to is that fact's duplicate, not stale", receives: 1, claim: claimed,
 			complete:  refuseOnce(&effects.RefusedError{Exists: []string{inv.ID(), audit.ID()}, Stale: []string{member.ID()}}),
 			wantDelay: -1, wantOutcome: "duplicate_effect"},
@@ -914,16 +923,16 @@ func TestOutboxAfterCommit(t *testing.T) {
 			wantDelay: -1, wantOutcome: "duplicate_effect"},
 		{name: "unsettled: back when the rows are due", receives: 1, claim: claimed,
 			complete: func(effects.Plan, inbox.Outcome) error { return nil }, deliver: unsettled,
-			wantRows: [][]string{{receipt.Key, notice.Key, audit.Key}}, wantRetry: true, wantDelay: 61 * time.Second, wantOutcome: "applied", wantOutbox: "pending"},
+			wantRows: [][]string{stored(receipt.Key, notice.Key, audit.Key)}, wantRetry: true, wantDelay: 61 * time.Second, wantOutcome: "applied", wantOutbox: "pending"},
 		{name: "unsettled on the last receive: acknowledged for the sweep", receives: 3, claim: claimed,
 			complete: func(effects.Plan, inbox.Outcome) error { return nil }, deliver: unsettled,
-			wantRows: [][]string{{receipt.Key, notice.Key, audit.Key}}, wantDelay: -1, wantOutcome: "applied", wantOutbox: "pending"},
+			wantRows: [][]string{stored(receipt.Key, notice.Key, audit.Key)}, wantDelay: -1, wantOutcome: "applied", wantOutbox: "pending"},
 		{name: "the store failing under the deliverer: back later", receives: 1, claim: claimed,
 			complete: func(effects.Plan, inbox.Outcome) error { return nil },
 			deliver: func(inbox.Key, []string) (outbox.Settlement, error) {
 				return outbox.Settlement{Due: testNow}, inbox.ErrUnavailable
 			},
-			wantRows: [][]string{{receipt.Key, notice.Key, audit.Key}}, wantRetry: true, wantDelay: time.Second, wantOutcome: "applied", wantOutbox: "pending"},
+			wantRows: [][]string{stored(receipt.Key, notice.Key, audit.Key)}, wantRetry: true, wantDelay: time.Second, wantOutcome: "applied", wantOutbox: "pending"},
 		{name: "a redelivery of a processed event with an unsettled outbox delivers it", receives: 2,
 			claim: claimErr(pendingEvent, inbox.ErrAlreadyProcessed), deliver: settled,
 			wantRows: [][]string{{receipt.Key}}, wantDelay: -1, wantOutcome: "already_processed", wantOutbox: "settled"},

@@ -48,10 +48,18 @@ func TestMain(m *testing.M) {
 
 func mustStore(tb testing.TB) *inboxstore.Store {
 	tb.Helper()
+	s, _, _ := mustStoreTable(tb)
+	return s
+}
+
+// mustStoreTable is mustStore with the client and the table's name, for
+// writing an item as an earlier release did.
+func mustStoreTable(tb testing.TB) (*inboxstore.Store, *dynamodb.Client, string) {
+	tb.Helper()
 	db := dynamodb.NewFromConfig(dynamo.Get(tb).SafeConfig())
 	name := fmt.Sprintf("inbox-%d", tables.Add(1))
 	mustTable(tb, db, name)
-	return inboxstore.New(db, name, time.Hour)
+	return inboxstore.New(db, name, time.Hour), db, name
 }
 
 // mustTable creates the table as template.yaml declares it.
@@ -134,7 +142,7 @@ func TestTwoWorkersOneMessage(t *testing.T) {
 	if ev.Status != inbox.StatusProcessed || ev.Outcome != inbox.OutcomeApplied {
 		t.Errorf("event: got %s/%s, want processed/applied", ev.Status, ev.Outcome)
 	}
-	if _, err := s.Fact(context.Background(), examples.InvoicePaidKind, "in_race"); err != nil {
+	if _, err := s.Fact(context.Background(), ev.PartScope(), examples.InvoicePaidKind, "in_race"); err != nil {
 		t.Errorf("effect: %v", err)
 	}
 	// Losers either saw the lease (and retry later) or the processed
@@ -210,7 +218,7 @@ func TestSameInvoiceTwoEvents(t *testing.T) {
 	if got := mustEvent(t, s, second).Outcome; got != inbox.OutcomeDuplicateEffect {
 		t.Errorf("second: got %s, want duplicate_effect", got)
 	}
-	eff, err := s.Fact(context.Background(), examples.InvoicePaidKind, "in_same")
+	eff, err := s.Fact(context.Background(), "stripe#", examples.InvoicePaidKind, "in_same")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -325,7 +333,7 @@ func TestLastReceiveKeepsTheDLQConsistent(t *testing.T) {
 		if ev := mustEvent(t, s, k); ev.Status != inbox.StatusProcessing || ev.LeaseOwner != "taker" {
 			t.Errorf("event: got %s held by %q, want processing by taker", ev.Status, ev.LeaseOwner)
 		}
-		if _, err := s.Fact(ctx, examples.InvoicePaidKind, "in_taken"); !errors.Is(err, inbox.ErrNotFound) {
+		if _, err := s.Fact(ctx, "stripe#", examples.InvoicePaidKind, "in_taken"); !errors.Is(err, inbox.ErrNotFound) {
 			t.Errorf("effect of the worker that lost its lease: %v, want none", err)
 		}
 	})

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/webhook-inbox/webhook-inbox/internal/inbox"
 	"github.com/webhook-inbox/webhook-inbox/internal/signature"
 )
 
@@ -30,6 +31,22 @@ type Source struct {
 	// trusted, and keyed under that account, only once that secret
 	// verified it. The scheme implements signature.Tenanter.
 	Tenants bool
+	// EffectsScope names the key space of its events' business parts
+	// (facts, entities, outbox rows), per account: its own name unless
+	// the source opts into sharing another's (option effects_scope).
+	EffectsScope string
+}
+
+// Scope is the scope of the parts of an event of the source's under key k
+// (see inbox.Event.PartScope): two sources, or two accounts of one
+// source, never share one unless a source opted in with effects_scope,
+// and then only account by account.
+func (s *Source) Scope(k inbox.Key) string {
+	name := s.EffectsScope
+	if name == "" {
+		name = s.Name
+	}
+	return inbox.ScopeOf(name, k)
 }
 
 // Set is the validated list of sources, looked up by name.
@@ -50,6 +67,8 @@ type config struct {
 		HMAC hmacOptions `json:"hmac"`
 		// AccountFrom "payload" makes the source per-tenant (Source.Tenants).
 		AccountFrom string `json:"account_from"`
+		// EffectsScope is Source.EffectsScope.
+		EffectsScope string `json:"effects_scope"`
 	} `json:"options"`
 }
 
@@ -107,7 +126,10 @@ func Parse(sourcesJSON, secretsPrefix string) (*Set, error) {
 		if err != nil {
 			return nil, fmt.Errorf("SOURCES[%d] %s: %w", i, c.Name, err)
 		}
-		src := &Source{Name: c.Name, Kind: c.Kind, Scheme: scheme}
+		src := &Source{Name: c.Name, Kind: c.Kind, Scheme: scheme, EffectsScope: c.Options.EffectsScope}
+		if sc := src.EffectsScope; sc != "" && !validName(sc, 64) {
+			return nil, fmt.Errorf("SOURCES[%d] %s: effects_scope %q: want 1-64 of [a-z0-9_-], the name of the key space it shares", i, c.Name, sc)
+		}
 		switch c.Options.AccountFrom {
 		case "":
 		case "payload":
@@ -157,6 +179,9 @@ func NewSet(secretsPrefix string, sources ...*Source) (*Set, error) {
 	for _, src := range sources {
 		if !validName(src.Name, 64) || src.Scheme == nil {
 			return nil, fmt.Errorf("source %q: invalid name or no scheme", src.Name)
+		}
+		if src.EffectsScope != "" && !validName(src.EffectsScope, 64) {
+			return nil, fmt.Errorf("source %q: invalid effects scope %q", src.Name, src.EffectsScope)
 		}
 		if _, dup := s.byName[src.Name]; dup {
 			return nil, fmt.Errorf("duplicate source %q", src.Name)
