@@ -207,7 +207,7 @@ func TestForwardedInBatches(t *testing.T) {
 	var keys []string
 	for i, r := range routes {
 		targets[forward.TargetOf(r)] = outbox.Target{Timeout: 10 * time.Second}
-		keys = append(keys, rows[i].Key)
+		keys = append(keys, effects.ScopedKey(ev.PartScope(), rows[i].Key))
 	}
 	bus := &countingBus{Bus: eventbus.New(eventbridge.NewFromConfig(e.awsConfig))}
 	d, err := outbox.New(outbox.Config{

@@ -18,6 +18,8 @@ import (
 
 	"github.com/webhook-inbox/webhook-inbox/infra/local"
 	"github.com/webhook-inbox/webhook-inbox/internal/awstest"
+	"github.com/webhook-inbox/webhook-inbox/internal/effects"
+	"github.com/webhook-inbox/webhook-inbox/internal/inbox"
 	"github.com/webhook-inbox/webhook-inbox/internal/signature"
 )
 
@@ -161,7 +163,7 @@ func TestMakeRunReceipts(t *testing.T) {
 	mu.Lock()
 	defer mu.Unlock()
 	for i := range invoices {
-		key := fmt.Sprintf("fact#invoice_paid#in_run_%02d/receipt", i)
+		key := effects.ScopedKey(inbox.ScopeOf("stripe", inbox.Key{}), fmt.Sprintf("fact#invoice_paid#in_run_%02d/receipt", i))
 		if receipts[key] != 1 || !strings.Contains(bodies[key], fmt.Sprintf(`"invoice_id":"in_run_%02d"`, i)) {
 			t.Errorf("%s: got %d receipts, body %s", key, receipts[key], bodies[key])
 		}

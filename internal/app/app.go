@@ -50,9 +50,33 @@ func Load(ctx context.Context, getenv func(string) string, needs config.Need) (c
 // Store is the inbox every function uses: the table, with the payloads too
 // large for an item in the bucket.
 func Store(cfg config.Config, awsCfg aws.Config) *claimcheck.Store {
+	return withPayloads(cfg, awsCfg, inboxstore.New(dynamodb.NewFromConfig(awsCfg), cfg.InboxTable, cfg.Retention))
+}
+
+func withPayloads(cfg config.Config, awsCfg aws.Config, table *inboxstore.Store) *claimcheck.Store {
 	objects := s3.NewFromConfig(awsCfg, func(o *s3.Options) {
 		// An emulator on one host serves every bucket under its path.
 		o.UsePathStyle = awsCfg.BaseEndpoint != nil
 	})
-	return claimcheck.New(inboxstore.New(dynamodb.NewFromConfig(awsCfg), cfg.InboxTable, cfg.Retention), claimcheck.NewObjects(objects, cfg.PayloadBucket))
+	return claimcheck.New(table, claimcheck.NewObjects(objects, cfg.PayloadBucket))
+}
+
+// layoutTimeout bounds the cold start's look at the table's layout.
+const layoutTimeout = 10 * time.Second
+
+// CommitStore is Store for the function that commits plans (the
+// processor): it checks the twins of facts written before parts had
+// scopes when the table may hold such facts (inboxstore.DetectUnscopedFacts:
+// one read at a cold start, and once per table a look at its first
+// items). If the table cannot say, it checks them: never wrong, only
+// dearer; the warning says so.
+func CommitStore(cfg config.Config, awsCfg aws.Config, log *slog.Logger) *claimcheck.Store {
+	ctx, cancel := context.WithTimeout(context.Background(), layoutTimeout)
+	defer cancel()
+	db := dynamodb.NewFromConfig(awsCfg)
+	unscoped, err := inboxstore.DetectUnscopedFacts(ctx, db, cfg.InboxTable, time.Now())
+	if err != nil {
+		log.Warn("table layout unknown: every commit checks its facts' unscoped twins", "error", err.Error())
+	}
+	return withPayloads(cfg, awsCfg, inboxstore.New(db, cfg.InboxTable, cfg.Retention).WithUnscopedFacts(unscoped))
 }

@@ -68,6 +68,16 @@ func ScopedID(scope, id string) string {
 	return scopeMark + scope + "#" + id
 }
 
+// IsScopedID reports whether a stored part ID is in a scope.
+func IsScopedID(id string) bool {
+	for _, prefix := range [...]string{FactPrefix, EntityPrefix, OutboundPrefix} {
+		if rest, ok := strings.CutPrefix(id, prefix); ok {
+			return strings.HasPrefix(rest, scopeMark)
+		}
+	}
+	return strings.HasPrefix(id, scopeMark)
+}
+
 // ScopedKey is an outbound row's key as stored in scope, and as sent in
 // its Idempotency-Key header: its receiver tells two tenants' calls apart
 // too. OutboundPrefix + ScopedKey(scope, key) is ScopedID(scope, the

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"strconv"
 	"time"
 
@@ -28,6 +29,9 @@ const (
 
 // maxTouched bounds the bytes of part IDs listed on an event.
 const maxTouched = 16 << 10
+
+// maxTransactItems is TransactWriteItems' limit.
+const maxTransactItems = 100
 
 // Complete commits a claimed event in one transaction with every part of
 // plan: each fact and outbox row is written only if it does not exist yet,
@@ -75,6 +79,17 @@ func (s *Store) Complete(ctx context.Context, ev inbox.Event, owner string, plan
 		stored[i] = effects.ScopedID(scope, id)
 	}
 	items = append(items, s.processed(ev.Key, owner, outcome, touched(stored), rows, now))
+	if s.unscopedFacts {
+		// After the event: cancelled reads the twins' reasons there.
+		mine := ev.Key.Source + "#" + ev.Key.Account + "#"
+		for _, f := range plan.Facts {
+			items = append(items, s.twinCheck(mine, scope, inbox.ScopeOf(ev.Key.Source, ev.Key), f))
+		}
+		if len(items) > maxTransactItems {
+			return fmt.Errorf("complete %s: %w: %d parts and %d checks of facts written before scopes: over %d items in one transaction",
+				ev.Key, inbox.ErrInvalid, plan.Len(), len(plan.Facts), maxTransactItems)
+		}
+	}
 	for try := 0; ; try++ {
 		_, err := s.api.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: items})
 		if err == nil {
@@ -342,7 +357,7 @@ func cancelled(k inbox.Key, plan effects.Plan, err error) error {
 				return fmt.Errorf("%s: %w: %s: %s", op, inbox.ErrInvalid, part, aws.ToString(r.Message))
 			}
 		}
-	case len(reasons) == n+1 && aws.ToString(reasons[n].Code) == "ConditionalCheckFailed":
+	case len(reasons) > n && aws.ToString(reasons[n].Code) == "ConditionalCheckFailed":
 		if old := reasons[n].Item; old != nil {
 			if ev, derr := decode(old); derr == nil && ev.Status == inbox.StatusProcessed {
 				return fmt.Errorf("%s: %w", op, inbox.ErrAlreadyProcessed)
@@ -360,6 +375,13 @@ func cancelled(k inbox.Key, plan effects.Plan, err error) error {
 			refused.Stale = append(refused.Stale, ids[i])
 		} else {
 			refused.Exists = append(refused.Exists, ids[i])
+		}
+	}
+	// After the event, the checks of the facts' twins (WithUnscopedFacts),
+	// one per fact in order: a twin that exists is the fact existing.
+	for i := n + 1; i < len(reasons) && i-n-1 < len(plan.Facts); i++ {
+		if id := ids[i-n-1]; aws.ToString(reasons[i].Code) == "ConditionalCheckFailed" && !slices.Contains(refused.Exists, id) {
+			refused.Exists = append(refused.Exists, id)
 		}
 	}
 	if len(refused.Exists)+len(refused.Stale) > 0 {

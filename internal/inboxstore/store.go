@@ -78,6 +78,9 @@ type Store struct {
 	api       API
 	table     string
 	retention time.Duration
+	// unscopedFacts: the table may hold facts of an earlier release,
+	// without a scope (see WithUnscopedFacts).
+	unscopedFacts bool
 	// sleep waits between retries of a conflicting transaction.
 	sleep func(context.Context, time.Duration) error
 }

@@ -219,7 +219,7 @@ func (h *Handler) metricAttrs(req apigw.Request, res result) []any {
 		return nil
 	}
 	src := "unknown"
-	if s, err := h.cfg.Sources.Lookup(req.PathParams["source"], req.PathParams["account"]); err == nil {
+	if s, _ := h.cfg.Sources.Lookup(req.PathParams["source"], req.PathParams["account"]); s != nil {
 		src = s.Name
 	}
 	return h.cfg.Metrics.Attrs(
@@ -231,12 +231,17 @@ func (h *Handler) metricAttrs(req apigw.Request, res result) []any {
 func (h *Handler) handle(ctx context.Context, req apigw.Request, now time.Time) result {
 	name, account := req.PathParams["source"], req.PathParams["account"]
 	src, err := h.cfg.Sources.Lookup(name, account)
-	if err != nil {
+	if src == nil {
 		return fail(http.StatusNotFound, outcomeUnknown, "not found", err)
 	}
 	sub, subscribes := src.Scheme.(signature.Subscriber)
 	if req.Method != http.MethodPost && !(req.Method == http.MethodGet && subscribes) {
 		return fail(http.StatusMethodNotAllowed, outcomeMethod, "method not allowed", errors.New("method "+req.Method))
+	}
+	if err != nil {
+		// An account the source does not serve: answered as a bad
+		// signature, with no secret looked up (see rejected).
+		return rejected(err)
 	}
 	sreq := signature.Request{Method: req.Method, Header: req.Header, RawQuery: req.RawQuery, Body: req.Body}
 	if req.Method == http.MethodPost {
@@ -246,6 +251,8 @@ func (h *Handler) handle(ctx context.Context, req apigw.Request, now time.Time) 
 		// delivery must name that one or none.
 		if tenant, ok := src.Tenant(sreq); ok {
 			switch {
+			case !src.Serves(tenant):
+				return rejected(fmt.Errorf("%w: %q named by the delivery", source.ErrNoAccount, tenant))
 			case account == "":
 				account = tenant
 			case tenant != account:
@@ -256,6 +263,12 @@ func (h *Handler) handle(ctx context.Context, req apigw.Request, now time.Time) 
 	secretID := h.cfg.Sources.SecretID(src.Name, account)
 	keys, err := h.cfg.Secrets.Get(ctx, secretID)
 	switch {
+	case err != nil && account != "" && (h.cfg.IsSecretNotFound(err) || errors.Is(err, source.ErrNotLookedUp)):
+		// An account served but without a secret (yet, or any more), or
+		// one not looked up during a flood of made-up ones: told apart
+		// from a bad signature, either would say which accounts exist
+		// (or which this instance has seen).
+		return rejected(err)
 	case err != nil && h.cfg.IsSecretNotFound(err):
 		return fail(http.StatusNotFound, outcomeUnknown, "not found", err)
 	case err != nil:
@@ -311,8 +324,16 @@ func (h *Handler) verify(ctx context.Context, secretID string, keys source.Keys,
 	case perr == nil && check(prev) == nil:
 		return prev, nil
 	}
-	res := fail(http.StatusUnauthorized, outcomeRejected, "invalid signature", err)
+	res := rejected(err)
 	return keys, &res
+}
+
+// rejected is the one answer to a delivery that is not proven to come
+// from the endpoint's provider: a missing, bad or expired signature, and
+// an account the source does not serve or has no secret for — the same
+// status and body for each, so that nothing tells which accounts exist.
+func rejected(err error) result {
+	return fail(http.StatusUnauthorized, outcomeRejected, "invalid signature", err)
 }
 
 // neverKept are the headers that carry credentials: never stored, whatever

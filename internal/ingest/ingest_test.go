@@ -94,7 +94,7 @@ type fixture struct {
 
 func newFixture(tb testing.TB) *fixture {
 	tb.Helper()
-	set, err := source.Parse(`[{"name":"stripe","kind":"stripe"}]`, "wi/")
+	set, err := source.Parse(`[{"name":"stripe","kind":"stripe","options":{"accounts":"any"}}]`, "wi/")
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -232,8 +232,10 @@ func TestStatuses(t *testing.T) {
 		{"unknown source", func(r *events.APIGatewayV2HTTPRequest, _ *fixture) {
 			r.PathParameters = map[string]string{"source": "nope"}
 		}, 404, "not found"},
-		{"account without secret", func(r *events.APIGatewayV2HTTPRequest, _ *fixture) { r.PathParameters["account"] = "acct_2" }, 404, "not found"},
-		{"invalid account", func(r *events.APIGatewayV2HTTPRequest, _ *fixture) { r.PathParameters["account"] = "../x" }, 404, "not found"},
+		// An account with no secret, or no valid name, is answered as a
+		// bad signature: nothing tells which accounts exist.
+		{"account without secret", func(r *events.APIGatewayV2HTTPRequest, _ *fixture) { r.PathParameters["account"] = "acct_2" }, 401, "invalid signature"},
+		{"invalid account", func(r *events.APIGatewayV2HTTPRequest, _ *fixture) { r.PathParameters["account"] = "../x" }, 401, "invalid signature"},
 		{"account with its own secret rejects the source secret", func(r *events.APIGatewayV2HTTPRequest, _ *fixture) { r.PathParameters["account"] = "acct_1" }, 401, "invalid signature"},
 		{"GET", func(r *events.APIGatewayV2HTTPRequest, _ *fixture) { r.RequestContext.HTTP.Method = "GET" }, 405, "method not allowed"},
 		{"missing signature", func(r *events.APIGatewayV2HTTPRequest, _ *fixture) { delete(r.Headers, "stripe-signature") }, 401, "invalid signature"},
@@ -380,7 +382,7 @@ func (f *fakeScheme) Subscribe(r signature.Request, tokens [][]byte) (signature.
 func newFakeFixture(tb testing.TB, fs *fakeScheme) *fixture {
 	tb.Helper()
 	f := newFixture(tb)
-	set, err := source.NewSet("wi/", &source.Source{Name: "fake", Kind: "fake", Scheme: fs})
+	set, err := source.NewSet("wi/", &source.Source{Name: "fake", Kind: "fake", Scheme: fs, Accounts: source.AnyAccount})
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -602,21 +604,22 @@ func TestLogsClipClientStrings(t *testing.T) {
 	tests := []struct {
 		name       string
 		params     map[string]string
+		status     int
 		field      string // the clipped attribute
 		wantPrefix string
 	}{
-		{"account", map[string]string{"source": "stripe", "account": long}, "account", strings.Repeat("a", obs.ClipBytes) + "…(+99744 bytes)"},
-		{"source", map[string]string{"source": long}, "source", strings.Repeat("a", obs.ClipBytes) + "…(+99744 bytes)"},
+		{"account", map[string]string{"source": "stripe", "account": long}, http.StatusUnauthorized, "account", strings.Repeat("a", obs.ClipBytes) + "…(+99744 bytes)"},
+		{"source", map[string]string{"source": long}, http.StatusNotFound, "source", strings.Repeat("a", obs.ClipBytes) + "…(+99744 bytes)"},
 		// 3-byte runes: the cut backs off to a rune boundary, 255 bytes in.
-		{"account of multi-byte runes", map[string]string{"source": "stripe", "account": strings.Repeat("日", 40000)}, "account", strings.Repeat("日", 85) + "…(+119745 bytes)"},
+		{"account of multi-byte runes", map[string]string{"source": "stripe", "account": strings.Repeat("日", 40000)}, http.StatusUnauthorized, "account", strings.Repeat("日", 85) + "…(+119745 bytes)"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			f := newFixture(t)
 			req := signedRequest(invoiceBody, testSecret, testNow)
 			req.PathParameters = tt.params
-			if status, _ := do(t, f, req); status != http.StatusNotFound {
-				t.Fatalf("got %d, want 404", status)
+			if status, _ := do(t, f, req); status != tt.status {
+				t.Fatalf("got %d, want %d", status, tt.status)
 			}
 			if n := f.logs.Len(); n > 2048 {
 				t.Errorf("log line is %d bytes, want at most 2048", n)
@@ -763,7 +766,7 @@ func (credentialScheme) KeptHeaders() []string { return []string{"Authorization"
 func TestPerTenantSource(t *testing.T) {
 	newTenantFixture := func(t *testing.T) *fixture {
 		f := newFixture(t)
-		set, err := source.Parse(`[{"name":"stripe","kind":"stripe","options":{"account_from":"payload"}}]`, "wi/")
+		set, err := source.Parse(`[{"name":"stripe","kind":"stripe","options":{"account_from":"payload","accounts":"any"}}]`, "wi/")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -786,8 +789,8 @@ func TestPerTenantSource(t *testing.T) {
 		t.Errorf("naming tenant B, signed by A: got %d %v, stored %d; want 401 and nothing", status, resp, len(f.store.events))
 	}
 	f = newTenantFixture(t)
-	if status, resp := do(t, f, signedRequest(body("evt_c", "acct_unknown"), "whsec_A", testNow)); status != http.StatusNotFound || len(f.store.events) != 0 {
-		t.Errorf("an unknown tenant: got %d %v; want 404 and nothing", status, resp)
+	if status, resp := do(t, f, signedRequest(body("evt_c", "acct_unknown"), "whsec_A", testNow)); status != http.StatusUnauthorized || resp["error"] != "invalid signature" || len(f.store.events) != 0 {
+		t.Errorf("an unknown tenant: got %d %v; want 401 as for a bad signature, and nothing", status, resp)
 	}
 	// On a path with an account, the delivery may not name another.
 	f = newTenantFixture(t)

@@ -16,11 +16,28 @@ import (
 	smtypes "github.com/aws/aws-sdk-go-v2/service/secretsmanager/types"
 
 	"github.com/webhook-inbox/webhook-inbox/internal/awserr"
+	"github.com/webhook-inbox/webhook-inbox/internal/inbox"
 	"github.com/webhook-inbox/webhook-inbox/internal/source"
 )
 
 // ErrNotFound means no secret exists under the id (the endpoint does not exist).
 var ErrNotFound = errors.New("secrets: not found")
+
+// ErrMissBudget means the lookup was not made: the id was never found by
+// this instance, and its budget of lookups that find nothing is spent (a
+// flood of requests for made-up accounts). It wraps source.ErrNotLookedUp
+// and inbox.ErrUnavailable: a provider's retry of a real delivery gets
+// through once the budget refills.
+var ErrMissBudget = fmt.Errorf("secrets: too many lookups of unknown secrets: %w: %w", source.ErrNotLookedUp, inbox.ErrUnavailable)
+
+// The budget of lookups that find no secret, per instance: MissBurst at
+// once, then MissRate a second. A lookup of an id this instance has found
+// before is never held back, so a flood of made-up accounts cannot keep a
+// real tenant's secret from being read again when its cache entry ends.
+const (
+	MissBurst = 10
+	MissRate  = 1.0
+)
 
 // API is the one Secrets Manager call the store makes.
 type API interface {
@@ -42,6 +59,11 @@ type Store struct {
 	mu    sync.Mutex
 	cache map[string]entry
 	prev  map[string]entry // by id, for the current version entry.version
+	// known are the ids found at least once (bounded by maxEntries);
+	// tokens and filled are the miss budget (MissBurst, MissRate).
+	known  map[string]bool
+	tokens float64
+	filled time.Time
 }
 
 type entry struct {
@@ -59,7 +81,7 @@ type entry struct {
 // for a fifth of it (a new secret is picked up within that time). It serves
 // no previous version; see WithRotationWindow.
 func NewStore(api API, ttl time.Duration) *Store {
-	return &Store{api: api, ttl: ttl, neg: ttl / 5, now: time.Now, cache: map[string]entry{}, prev: map[string]entry{}}
+	return &Store{api: api, ttl: ttl, neg: ttl / 5, now: time.Now, cache: map[string]entry{}, prev: map[string]entry{}, known: map[string]bool{}, tokens: MissBurst}
 }
 
 // WithRotationWindow makes Previous serve a secret's AWSPREVIOUS version for
@@ -87,6 +109,10 @@ func (s *Store) Get(ctx context.Context, id string) (source.Keys, error) {
 	if ok && now.Before(e.until) {
 		return e.keys, e.err
 	}
+	unknown := !s.isKnown(id)
+	if unknown && !s.spend(now) {
+		return source.Keys{}, ErrMissBudget
+	}
 	out, err := s.api.GetSecretValue(ctx, &secretsmanager.GetSecretValueInput{SecretId: &id})
 	var nf *smtypes.ResourceNotFoundException
 	switch {
@@ -95,6 +121,9 @@ func (s *Store) Get(ctx context.Context, id string) (source.Keys, error) {
 		return source.Keys{}, ErrNotFound
 	case err != nil:
 		return source.Keys{}, awserr.Wrap("get secret "+id, err)
+	}
+	if unknown {
+		s.found(id)
 	}
 	if out.SecretString == nil {
 		return source.Keys{}, fmt.Errorf("secret %s: no SecretString", id)
@@ -211,6 +240,39 @@ func (s *Store) put(id string, e entry) {
 		return // full of found secrets: do not cache another absence
 	}
 	s.cache[id] = e
+}
+
+func (s *Store) isKnown(id string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.known[id]
+}
+
+// found remembers an id that had a secret, and gives its lookup back to
+// the miss budget.
+func (s *Store) found(id string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(s.known) < maxEntries {
+		s.known[id] = true
+	}
+	s.tokens = min(MissBurst, s.tokens+1)
+}
+
+// spend takes one lookup from the miss budget, refilled at MissRate up
+// to MissBurst; false when none is left.
+func (s *Store) spend(now time.Time) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !s.filled.IsZero() && now.After(s.filled) {
+		s.tokens = min(MissBurst, s.tokens+now.Sub(s.filled).Seconds()*MissRate)
+	}
+	s.filled = now
+	if s.tokens < 1 {
+		return false
+	}
+	s.tokens--
+	return true
 }
 
 // IsNotFound reports whether err means the secret does not exist.

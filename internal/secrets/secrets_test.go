@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"reflect"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -434,5 +435,54 @@ func TestPreviousCacheFull(t *testing.T) {
 	}
 	if n := api.count("AWSPREVIOUS"); n != 1 {
 		t.Errorf("%d AWSPREVIOUS calls with the cache full, want 1", n)
+	}
+}
+
+// TestMissBudget: lookups of made-up ids (a flood of unsigned requests to
+// random accounts) call Secrets Manager at most MissBurst times at once
+// and MissRate a second after, each refused one wrapping
+// inbox.ErrUnavailable; an id found before is read again whenever its
+// entry ends, budget or not, and a new real id is found once the budget
+// refills.
+func TestMissBudget(t *testing.T) {
+	api := &fakeAPI{respond: func(id string) (*secretsmanager.GetSecretValueOutput, error) {
+		if strings.HasPrefix(id, "p/s/real") {
+			return &secretsmanager.GetSecretValueOutput{SecretString: aws.String("whsec_real")}, nil
+		}
+		return nil, &smtypes.ResourceNotFoundException{}
+	}}
+	s, c := newTestStore(api, 5*time.Minute)
+	mustGet(t, s, "p/s/real")
+	refused := 0
+	for i := range 500 {
+		_, err := s.Get(context.Background(), fmt.Sprintf("p/s/random-%d", i))
+		switch {
+		case errors.Is(err, ErrMissBudget) && errors.Is(err, inbox.ErrUnavailable):
+			refused++
+		case !errors.Is(err, ErrNotFound):
+			t.Fatalf("random-%d: %v", i, err)
+		}
+	}
+	if got := api.calls.Load(); got != 1+MissBurst || refused != 500-MissBurst {
+		t.Errorf("flood: %d calls, %d refused; want %d calls (the real id and the burst), %d refused", got, refused, 1+MissBurst, 500-MissBurst)
+	}
+	// The real id's entry ends while the budget is spent: read again.
+	c.set(t0.Add(6 * time.Minute))
+	before := api.calls.Load()
+	for i := range 20 {
+		_, _ = s.Get(context.Background(), fmt.Sprintf("p/s/random-b%d", i))
+	}
+	mustGet(t, s, "p/s/real")
+	// 6 minutes refilled the burst: 10 misses, then nothing until the
+	// next second; the known id costs its one call.
+	if got := api.calls.Load() - before; got != MissBurst+1 {
+		t.Errorf("after 6 minutes: %d calls, want %d", got, MissBurst+1)
+	}
+	if _, err := s.Get(context.Background(), "p/s/real-2"); !errors.Is(err, ErrMissBudget) {
+		t.Errorf("a new real id with the budget spent: got %v, want ErrMissBudget", err)
+	}
+	c.set(t0.Add(6*time.Minute + time.Second))
+	if got := mustGet(t, s, "p/s/real-2"); len(got) != 1 {
+		t.Errorf("a new real id a second later: %v", got)
 	}
 }

@@ -31,6 +31,12 @@ type Source struct {
 	// trusted, and keyed under that account, only once that secret
 	// verified it. The scheme implements signature.Tenanter.
 	Tenants bool
+	// Accounts is which accounts the source serves, each under its own
+	// secret (POST /webhooks/{name}/{account}, or named by the delivery
+	// with Tenants); the endpoint without an account is the source's own.
+	// A request naming any other account is refused before any secret is
+	// looked up.
+	Accounts Accounts
 	// EffectsScope names the key space of its events' business parts
 	// (facts, entities, outbox rows), per account: its own name unless
 	// the source opts into sharing another's (option effects_scope).
@@ -69,6 +75,9 @@ type config struct {
 		AccountFrom string `json:"account_from"`
 		// EffectsScope is Source.EffectsScope.
 		EffectsScope string `json:"effects_scope"`
+		// Accounts is Source.Accounts: "any", a list of names, or
+		// {"pattern": RE2}; absent, the source has none.
+		Accounts json.RawMessage `json:"accounts"`
 	} `json:"options"`
 }
 
@@ -130,11 +139,17 @@ func Parse(sourcesJSON, secretsPrefix string) (*Set, error) {
 		if sc := src.EffectsScope; sc != "" && !validName(sc, 64) {
 			return nil, fmt.Errorf("SOURCES[%d] %s: effects_scope %q: want 1-64 of [a-z0-9_-], the name of the key space it shares", i, c.Name, sc)
 		}
+		if src.Accounts, err = parseAccounts(c.Options.Accounts); err != nil {
+			return nil, fmt.Errorf("SOURCES[%d] %s: accounts: %w", i, c.Name, err)
+		}
 		switch c.Options.AccountFrom {
 		case "":
 		case "payload":
 			if _, ok := scheme.(signature.Tenanter); !ok {
 				return nil, fmt.Errorf("SOURCES[%d] %s: account_from payload: %s deliveries name no account (it works for %s)", i, c.Name, c.Kind, strings.Join(tenantKinds(), ", "))
+			}
+			if src.Accounts.None() {
+				return nil, fmt.Errorf("SOURCES[%d] %s: account_from payload: the source declares no accounts (give it \"accounts\": a list, {\"pattern\": …} or \"any\")", i, c.Name)
 			}
 			src.Tenants = true
 		default:
@@ -172,6 +187,23 @@ func (s *Source) Tenant(r signature.Request) (string, bool) {
 	return a, true
 }
 
+// ErrNotLookedUp means a secret store refused to look an endpoint's
+// secret up at all (a budget of lookups that find nothing is spent):
+// ingest answers a request for an account as it answers a bad signature,
+// so that whether a lookup was made says nothing of the account.
+var ErrNotLookedUp = errors.New("source: secret not looked up")
+
+// ErrNoAccount means a request names an account the source does not
+// serve: the answer is the one for a bad signature, and no secret is
+// looked up for it.
+var ErrNoAccount = errors.New("source: no such account")
+
+// Serves reports whether the source serves account: the source's own
+// endpoint ("") always, another account when Accounts allows it.
+func (s *Source) Serves(account string) bool {
+	return account == "" || validAccount(account) && s.Accounts.allows(account)
+}
+
 // NewSet returns a set of already built sources, for programmatic
 // configuration and tests; names are validated as Parse validates them.
 func NewSet(secretsPrefix string, sources ...*Source) (*Set, error) {
@@ -192,14 +224,18 @@ func NewSet(secretsPrefix string, sources ...*Source) (*Set, error) {
 }
 
 // Lookup returns the source for a request path's {source} and {account}
-// parameters. ErrUnknown for an unconfigured name or an invalid account.
+// parameters: ErrUnknown for an unconfigured name, or an account on a
+// source that has none (no such endpoint); ErrNoAccount, with the source,
+// for an account the source does not serve.
 func (s *Set) Lookup(name, account string) (*Source, error) {
 	src, ok := s.byName[name]
-	if !ok {
+	switch {
+	case !ok:
 		return nil, fmt.Errorf("%w: %q", ErrUnknown, name)
-	}
-	if account != "" && !validAccount(account) {
-		return nil, fmt.Errorf("%w: account %q", ErrUnknown, account)
+	case account != "" && src.Accounts.None():
+		return nil, fmt.Errorf("%w: %q has no accounts", ErrUnknown, name)
+	case !src.Serves(account):
+		return src, fmt.Errorf("%w: %q", ErrNoAccount, account)
 	}
 	return src, nil
 }

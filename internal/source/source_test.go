@@ -133,7 +133,7 @@ func TestParseTolerance(t *testing.T) {
 }
 
 func TestLookup(t *testing.T) {
-	s := mustParse(t, `[{"name":"stripe","kind":"stripe"},{"name":"shopify-like","kind":"stripe"}]`, "")
+	s := mustParse(t, `[{"name":"stripe","kind":"stripe","options":{"accounts":"any"}},{"name":"shopify-like","kind":"stripe","options":{"accounts":"any"}}]`, "")
 	tests := []struct {
 		name    string
 		source  string
@@ -167,10 +167,10 @@ func TestLookup(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			src, err := s.Lookup(tt.source, tt.account)
 			if tt.wantErr {
-				if !errors.Is(err, ErrUnknown) {
-					t.Fatalf("Lookup(%q, %q): got %v, want ErrUnknown", tt.source, tt.account, err)
+				if !errors.Is(err, ErrUnknown) && !errors.Is(err, ErrNoAccount) {
+					t.Fatalf("Lookup(%q, %q): got %v, want ErrUnknown or ErrNoAccount", tt.source, tt.account, err)
 				}
-				if src != nil {
+				if errors.Is(err, ErrUnknown) && src != nil {
 					t.Errorf("Lookup(%q, %q) returned %+v with its error", tt.source, tt.account, src)
 				}
 				return
@@ -207,12 +207,12 @@ func FuzzLookup(f *testing.F) {
 	for _, a := range []string{"", "acct_1", "shop.myshopify.com", "../x", ".hidden", "a/b", "a#b", strings.Repeat("a", 129)} {
 		f.Add(a)
 	}
-	s := mustParse(f, `[{"name":"s","kind":"stripe"}]`, "p/")
+	s := mustParse(f, `[{"name":"s","kind":"stripe","options":{"accounts":"any"}}]`, "p/")
 	f.Fuzz(func(t *testing.T, account string) {
 		src, err := s.Lookup("s", account)
 		if err != nil {
-			if !errors.Is(err, ErrUnknown) {
-				t.Fatalf("Lookup(%q): got %v, want ErrUnknown", account, err)
+			if !errors.Is(err, ErrNoAccount) {
+				t.Fatalf("Lookup(%q): got %v, want ErrNoAccount", account, err)
 			}
 			return
 		}
@@ -232,7 +232,7 @@ func FuzzLookup(f *testing.F) {
 }
 
 func TestAccountFromPayload(t *testing.T) {
-	set, err := Parse(`[{"name":"stripe","kind":"stripe","options":{"account_from":"payload"}},{"name":"slack","kind":"slack","options":{"account_from":"payload"}}]`, "p/")
+	set, err := Parse(`[{"name":"stripe","kind":"stripe","options":{"account_from":"payload","accounts":"any"}},{"name":"slack","kind":"slack","options":{"account_from":"payload","accounts":{"pattern":"T[A-Z0-9]+"}}}]`, "p/")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -244,6 +244,58 @@ func TestAccountFromPayload(t *testing.T) {
 	for cfg, want := range map[string]string{
 		`[{"name":"gh","kind":"github","options":{"account_from":"payload"}}]`: "github deliveries name no account (it works for slack, stripe)",
 		`[{"name":"s","kind":"stripe","options":{"account_from":"header"}}]`:   `account_from "header"`,
+		`[{"name":"s","kind":"stripe","options":{"account_from":"payload"}}]`:  "the source declares no accounts",
+	} {
+		if _, err := Parse(cfg, "p/"); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: got %v, want %q", cfg, err, want)
+		}
+	}
+}
+
+// TestAccounts: a source serves its own endpoint and the accounts it
+// declares, and no other: without accounts a path naming one is no
+// endpoint (ErrUnknown); with them, any other is ErrNoAccount, returned
+// with the source so that ingest answers it as a bad signature.
+func TestAccounts(t *testing.T) {
+	set := mustParse(t, `[
+		{"name":"none","kind":"stripe"},
+		{"name":"list","kind":"stripe","options":{"accounts":["acct_a","acct_b"]}},
+		{"name":"pattern","kind":"stripe","options":{"accounts":{"pattern":"acct_[a-z]+"}}},
+		{"name":"any","kind":"stripe","options":{"accounts":"any"}}]`, "p/")
+	for _, tt := range []struct {
+		source, account string
+		want            error
+	}{
+		{"none", "", nil},
+		{"none", "acct_a", ErrUnknown},
+		{"list", "", nil},
+		{"list", "acct_a", nil},
+		{"list", "acct_c", ErrNoAccount},
+		{"pattern", "acct_zz", nil},
+		{"pattern", "acct_1", ErrNoAccount},
+		{"pattern", "xacct_a", ErrNoAccount},
+		{"pattern", "acct_ax", nil},
+		{"any", "whatever.example", nil},
+		{"any", "../x", ErrNoAccount},
+	} {
+		src, err := set.Lookup(tt.source, tt.account)
+		switch {
+		case tt.want == nil && err != nil:
+			t.Errorf("%s/%s: %v", tt.source, tt.account, err)
+		case tt.want != nil && !errors.Is(err, tt.want):
+			t.Errorf("%s/%s: got %v, want %v", tt.source, tt.account, err, tt.want)
+		case errors.Is(tt.want, ErrNoAccount) && src == nil:
+			t.Errorf("%s/%s: no source with ErrNoAccount", tt.source, tt.account)
+		}
+	}
+	for cfg, want := range map[string]string{
+		`[{"name":"s","kind":"stripe","options":{"accounts":"some"}}]`:          `"some": want "any"`,
+		`[{"name":"s","kind":"stripe","options":{"accounts":[]}}]`:              "an empty list",
+		`[{"name":"s","kind":"stripe","options":{"accounts":["a/b"]}}]`:         `account "a/b"`,
+		`[{"name":"s","kind":"stripe","options":{"accounts":{"pattern":"("}}}]`: "pattern: error parsing regexp",
+		`[{"name":"s","kind":"stripe","options":{"accounts":{"regexp":"a"}}}]`:  `want "any"`,
+		`[{"name":"s","kind":"stripe","options":{"accounts":7}}]`:               `want "any"`,
+		`[{"name":"s","kind":"stripe","options":{"effects_scope":"Bad#"}}]`:     "effects_scope",
 	} {
 		if _, err := Parse(cfg, "p/"); err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("%s: got %v, want %q", cfg, err, want)

@@ -340,6 +340,8 @@ func TestTemplateRoleActions(t *testing.T) {
 		"IngestFunction": append([]string{"dynamodb:PutItem", "s3:PutObject", "sqs:SendMessage", "secretsmanager:GetSecretValue"}, logs...),
 		"ProcessorFunction": append([]string{
 			"dynamodb:GetItem", "dynamodb:UpdateItem", "dynamodb:PutItem", "dynamodb:TransactWriteItems",
+			// The table's layout, decided once (inboxstore.DetectUnscopedFacts).
+			"dynamodb:Scan",
 			"s3:GetObject", "s3:PutObject",
 			"sqs:ReceiveMessage", "sqs:DeleteMessage", "sqs:GetQueueAttributes", "sqs:ChangeMessageVisibility", "sqs:SendMessage",
 			// Forwarding (with ForwardBus other than none).

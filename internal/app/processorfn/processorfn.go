@@ -28,7 +28,7 @@ import (
 // app.ProcessorNeeds).
 func New(cfg config.Config, awsCfg aws.Config, log *slog.Logger) (*processor.Processor, error) {
 	client := sqs.NewFromConfig(awsCfg)
-	store := app.Store(cfg, awsCfg)
+	store := app.CommitStore(cfg, awsCfg, log)
 	targets := map[string]outbox.Target{
 		examples.ReceiptTarget: {URL: cfg.ReceiptWebhookURL, RetryUnknown: cfg.ReceiptRetryUnknown},
 	}

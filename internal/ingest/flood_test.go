@@ -1,0 +1,122 @@
+package ingest
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"log/slog"
+	"math"
+	"net/http"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
+	smtypes "github.com/aws/aws-sdk-go-v2/service/secretsmanager/types"
+
+	"github.com/webhook-inbox/webhook-inbox/internal/inbox"
+	"github.com/webhook-inbox/webhook-inbox/internal/secrets"
+	"github.com/webhook-inbox/webhook-inbox/internal/source"
+)
+
+// secretsManager is Secrets Manager holding the given secrets, counting
+// the calls.
+type secretsManager struct {
+	values map[string]string
+	calls  atomic.Int64
+}
+
+func (m *secretsManager) GetSecretValue(_ context.Context, in *secretsmanager.GetSecretValueInput, _ ...func(*secretsmanager.Options)) (*secretsmanager.GetSecretValueOutput, error) {
+	m.calls.Add(1)
+	v, ok := m.values[aws.ToString(in.SecretId)]
+	if !ok || in.VersionStage != nil {
+		return nil, &smtypes.ResourceNotFoundException{Message: aws.String("not found")}
+	}
+	return &secretsmanager.GetSecretValueOutput{SecretString: aws.String(v), VersionId: aws.String("v1")}, nil
+}
+
+// TestUnsignedFlood: 500 unsigned POSTs to made-up accounts cost no
+// Secrets Manager call where the source declares its accounts (a list, a
+// pattern, or none at all: then a path naming one is no endpoint, 404),
+// and at most the miss budget (secrets.MissBurst and secrets.MissRate a
+// second) where it serves any account; every one is answered as a bad
+// signature on the real account is, status and body alike (also once the
+// budget is spent and no lookup is made), and a real tenant's delivery in
+// the middle of the flood is accepted.
+func TestUnsignedFlood(t *testing.T) {
+	for _, tt := range []struct {
+		name, accounts string
+		maxCalls       func(time.Duration) int64
+	}{
+		{"no accounts", ``, func(time.Duration) int64 { return 0 }},
+		{"a list", `,"options":{"accounts":["acct_real"]}`, func(time.Duration) int64 { return 0 }},
+		{"a pattern", `,"options":{"accounts":{"pattern":"acct_real|acct_[0-9]{4}"}}`, func(time.Duration) int64 { return 0 }},
+		{"any", `,"options":{"accounts":"any"}`, func(d time.Duration) int64 {
+			return secrets.MissBurst + int64(math.Ceil(d.Seconds()*secrets.MissRate))
+		}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			set, err := source.Parse(`[{"name":"stripe","kind":"stripe"`+tt.accounts+`}]`, "wi/")
+			if err != nil {
+				t.Fatal(err)
+			}
+			sm := &secretsManager{values: map[string]string{"wi/stripe": testSecret, "wi/stripe/acct_real": "whsec_real"}}
+			store := &memStore{events: map[string]inbox.Event{}}
+			h, err := New(Config{
+				Sources: set, Secrets: secrets.NewStore(sm, 5*time.Minute), IsSecretNotFound: secrets.IsNotFound,
+				Store: store, Queue: &fakeQueue{}, MaxBodyBytes: 4096,
+				Logger: slog.New(slog.NewJSONHandler(&bytes.Buffer{}, nil)), Now: func() time.Time { return testNow },
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			f := &fixture{h: h, store: store}
+			real := func(id string) (int, map[string]string) {
+				req := signedRequest(strings.Replace(invoiceBody, "evt_1", id, 1), "whsec_real", testNow)
+				req.PathParameters = map[string]string{"source": "stripe", "account": "acct_real"}
+				if tt.accounts == "" {
+					req = signedRequest(strings.Replace(invoiceBody, "evt_1", id, 1), testSecret, testNow)
+				}
+				return do(t, f, req)
+			}
+			if status, body := real("evt_before"); status != http.StatusAccepted {
+				t.Fatalf("before the flood: %d %v", status, body)
+			}
+			// A bad signature on the real account, for comparison.
+			bad := signedRequest(invoiceBody, "whsec_wrong", testNow)
+			bad.PathParameters = map[string]string{"source": "stripe", "account": "acct_real"}
+			if tt.accounts == "" {
+				bad.PathParameters = map[string]string{"source": "stripe"}
+			}
+			badStatus, badBody := do(t, f, bad)
+			before := sm.calls.Load()
+			start := time.Now()
+			answers := map[string]int{}
+			for i := range 500 {
+				req := signedRequest(invoiceBody, "", testNow)
+				delete(req.Headers, "stripe-signature")
+				req.PathParameters = map[string]string{"source": "stripe", "account": fmt.Sprintf("acct_%08d", i)}
+				status, body := do(t, f, req)
+				answers[fmt.Sprint(status, " ", body["error"])]++
+				if i == 250 {
+					if status, body := real("evt_during"); status != http.StatusAccepted {
+						t.Errorf("a real delivery during the flood: %d %v", status, body)
+					}
+				}
+			}
+			calls, bound := sm.calls.Load()-before, tt.maxCalls(time.Since(start))
+			if calls > bound {
+				t.Errorf("%d GetSecretValue calls for 500 made-up accounts, want at most %d", calls, bound)
+			}
+			want := fmt.Sprint(badStatus, " ", badBody["error"])
+			if tt.accounts == "" {
+				want = "404 not found"
+			}
+			if answers[want] != 500 {
+				t.Errorf("answers %v, want 500 × %q", answers, want)
+			}
+		})
+	}
+}
