@@ -7,7 +7,9 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -46,6 +48,10 @@ type LocalSource struct {
 	SigningKey string `json:"signing_key,omitempty"`
 	// VerifyToken is the dev-only token of a GET subscription handshake.
 	VerifyToken string `json:"verify_token,omitempty"`
+	// AccountSecrets are dev-only signing secrets of the accounts the
+	// source serves (its options' "accounts"), seeded under
+	// SECRETS_PREFIX + name/account.
+	AccountSecrets map[string][]string `json:"account_secrets,omitempty"`
 }
 
 // Scheme builds the source's signature scheme exactly as the functions do
@@ -108,6 +114,11 @@ func LoadSources(path string) (SourcesFile, error) {
 	for _, s := range f.Sources {
 		if len(s.Secrets) == 0 {
 			return SourcesFile{}, fmt.Errorf("%s: source %q has no secrets", path, s.Name)
+		}
+		for a, secrets := range s.AccountSecrets {
+			if len(secrets) == 0 {
+				return SourcesFile{}, fmt.Errorf("%s: source %q: account %q has no secrets", path, s.Name, a)
+			}
 		}
 	}
 	return f, nil
@@ -320,23 +331,35 @@ func (s *Stack) Poller(client SQSAPI, region string, log *slog.Logger) *Poller {
 // {"signing_secrets":[…],"verify_token":…}.
 func seedSecrets(ctx context.Context, sm *secretsmanager.Client, f SourcesFile) error {
 	for _, s := range f.Sources {
-		id := f.SecretsPrefix + s.Name
-		value := s.Secrets[0]
-		if len(s.Secrets) > 1 || s.VerifyToken != "" {
-			b, err := json.Marshal(map[string]any{"signing_secrets": s.Secrets, "verify_token": s.VerifyToken})
-			if err != nil {
+		if err := seedSecret(ctx, sm, f.SecretsPrefix+s.Name, s.Secrets, s.VerifyToken); err != nil {
+			return err
+		}
+		for _, a := range slices.Sorted(maps.Keys(s.AccountSecrets)) {
+			if err := seedSecret(ctx, sm, f.SecretsPrefix+s.Name+"/"+a, s.AccountSecrets[a], ""); err != nil {
 				return err
 			}
-			value = string(b)
 		}
-		_, err := sm.CreateSecret(ctx, &secretsmanager.CreateSecretInput{Name: &id, SecretString: &value})
-		var exists *smtypes.ResourceExistsException
-		if errors.As(err, &exists) {
-			_, err = sm.PutSecretValue(ctx, &secretsmanager.PutSecretValueInput{SecretId: &id, SecretString: &value})
-		}
+	}
+	return nil
+}
+
+// seedSecret stores one endpoint's secrets.
+func seedSecret(ctx context.Context, sm *secretsmanager.Client, id string, secrets []string, verifyToken string) error {
+	value := secrets[0]
+	if len(secrets) > 1 || verifyToken != "" {
+		b, err := json.Marshal(map[string]any{"signing_secrets": secrets, "verify_token": verifyToken})
 		if err != nil {
-			return fmt.Errorf("seed secret %s: %w", id, err)
+			return err
 		}
+		value = string(b)
+	}
+	_, err := sm.CreateSecret(ctx, &secretsmanager.CreateSecretInput{Name: &id, SecretString: &value})
+	var exists *smtypes.ResourceExistsException
+	if errors.As(err, &exists) {
+		_, err = sm.PutSecretValue(ctx, &secretsmanager.PutSecretValueInput{SecretId: &id, SecretString: &value})
+	}
+	if err != nil {
+		return fmt.Errorf("seed secret %s: %w", id, err)
 	}
 	return nil
 }

@@ -183,31 +183,30 @@ func audit(ctx context.Context, sys *system, w *workload, st *sendStats) (*repor
 
 	// Every fact, entity and row the table holds must be one the workload
 	// asked for.
-	expected := map[string]bool{}
+	// Parts are in their event's scope: a Stripe tenant's, or GitHub's.
+	expected := map[string]bool{layoutPK: true}
 	invoices := map[string]*invoice{}
 	for _, ev := range w.Events {
+		in := func(id string) string { return effects.ScopedID(ev.scope(), id) }
 		switch {
 		case ev.Invoice != nil:
-			f := effects.Fact{Kind: examples.InvoicePaidKind, Key: ev.Invoice.ID}
-			expected[f.ID()] = true
-			expected[effects.Update{Entity: examples.MembershipEntity, Key: ev.Invoice.Customer}.ID()] = true
-			expected[effects.Update{Entity: examples.LedgerEntity, Key: ev.Invoice.Customer}.ID()] = true
-			expected[effects.Outbound{Key: effects.KeyOf(f.ID(), examples.ReceiptTarget)}.ID()] = true
-			invoices[ev.Invoice.ID] = ev.Invoice
+			expected[in(invoiceFact(ev.Invoice))] = true
+			expected[in(effects.Update{Entity: examples.MembershipEntity, Key: ev.Invoice.Customer}.ID())] = true
+			expected[in(effects.Update{Entity: examples.LedgerEntity, Key: ev.Invoice.Customer}.ID())] = true
+			expected[effects.OutboundPrefix+receiptKey(ev.Invoice)] = true
+			invoices[ev.Invoice.ref()] = ev.Invoice
 		case ev.Subscription != "":
-			expected[effects.Update{Entity: examples.SubscriptionEntity, Key: ev.Subscription}.ID()] = true
+			expected[in(effects.Update{Entity: examples.SubscriptionEntity, Key: ev.Subscription}.ID())] = true
 		case ev.Push != nil:
-			expected[effects.Update{Entity: examples.BranchEntity, Key: ev.Push.Branch}.ID()] = true
+			expected[in(effects.Update{Entity: examples.BranchEntity, Key: ev.Push.Branch}.ID())] = true
 			for _, c := range ev.Push.Commits {
-				expected[effects.Fact{Kind: examples.PushCommitKind, Key: ev.Push.Repo + "@" + c}.ID()] = true
+				expected[in(effects.Fact{Kind: examples.PushCommitKind, Key: ev.Push.Repo + "@" + c}.ID())] = true
 			}
-		default:
-			expected["event#"+ev.key()] = true
 		}
 		expected["event#"+ev.key()] = true
 		// FORWARD's rows, one per route taking the event's type.
 		for _, r := range routes.Match(ev.Source, ev.Type) {
-			expected[effects.Outbound{Key: effects.KeyOf(ev.key(), forward.TargetOf(r))}.ID()] = true
+			expected[in(effects.Outbound{Key: effects.KeyOf(ev.key(), forward.TargetOf(r))}.ID())] = true
 		}
 	}
 	for pk := range items {
@@ -219,44 +218,48 @@ func audit(ctx context.Context, sys *system, w *workload, st *sendStats) (*repor
 	// Invoices: a fact exactly when one of its events was processed; per
 	// customer, the ledger counts each fact once and the membership runs
 	// to the latest period paid.
+	// Each tenant's invoices and customers apart: the same ids under two
+	// tenants are two invoices, two customers.
 	invoiceProcessed := map[string]bool{}
 	for _, ev := range w.Events {
 		if ev.Invoice != nil && processed[ev] {
-			invoiceProcessed[ev.Invoice.ID] = true
+			invoiceProcessed[ev.Invoice.ref()] = true
 		}
 	}
 	count := map[string]int64{}
 	latest := map[string]*invoice{}
 	customers := map[string]bool{}
 	for _, inv := range sorted(invoices) {
-		customers[inv.Customer] = true
-		f := effects.Fact{Kind: examples.InvoicePaidKind, Key: inv.ID}
-		_, has := items[f.ID()]
+		customer := inv.Tenant + "/" + inv.Customer
+		customers[customer] = true
+		f := effects.ScopedID(stripeScope(inv.Tenant), invoiceFact(inv))
+		_, has := items[f]
 		switch {
-		case invoiceProcessed[inv.ID] && !has:
-			lost("%s: an event of it processed, no fact", f.ID())
-		case !invoiceProcessed[inv.ID] && has:
-			dup("%s: a fact, no event of it processed", f.ID())
+		case invoiceProcessed[inv.ref()] && !has:
+			lost("%s: an event of it processed, no fact", f)
+		case !invoiceProcessed[inv.ref()] && has:
+			dup("%s: a fact, no event of it processed", f)
 		}
 		if has {
 			rep.Paid++
-			count[inv.Customer]++
-			if l := latest[inv.Customer]; l == nil || cmp.Or(cmp.Compare(inv.PeriodEnd, l.PeriodEnd), strings.Compare(inv.ID, l.ID)) > 0 {
-				latest[inv.Customer] = inv
+			count[customer]++
+			if l := latest[customer]; l == nil || cmp.Or(cmp.Compare(inv.PeriodEnd, l.PeriodEnd), strings.Compare(inv.ID, l.ID)) > 0 {
+				latest[customer] = inv
 			}
 		}
 	}
 	// Every customer, those with no invoice paid too: nothing may count
 	// for them.
 	for _, c := range slices.Sorted(maps.Keys(customers)) {
-		led := items[effects.Update{Entity: examples.LedgerEntity, Key: c}.ID()]
+		tenant, id, _ := strings.Cut(c, "/")
+		led := items[effects.ScopedID(stripeScope(tenant), effects.Update{Entity: examples.LedgerEntity, Key: id}.ID())]
 		switch {
 		case led.InvoicesPaid > count[c]:
 			dup("%s: %d invoices paid counted, %d facts", led.PK, led.InvoicesPaid, count[c])
 		case led.InvoicesPaid < count[c]:
 			lost("%s (%s): %d invoices paid counted, %d facts", led.PK, c, led.InvoicesPaid, count[c])
 		}
-		m := items[effects.Update{Entity: examples.MembershipEntity, Key: c}.ID()]
+		m := items[effects.ScopedID(stripeScope(tenant), effects.Update{Entity: examples.MembershipEntity, Key: id}.ID())]
 		var through int64
 		var by string
 		if l := latest[c]; l != nil {
@@ -276,11 +279,11 @@ func audit(ctx context.Context, sys *system, w *workload, st *sendStats) (*repor
 		rep.Answers[r.Answer]++
 		if r.Answer == answerOK || r.Answer == answerHang {
 			got[r.Key]++
-			perInvoice[r.Invoice]++
+			inv := &invoice{Tenant: tenantOf(r.Key), ID: r.Invoice}
+			perInvoice[inv.ref()]++
 			rep.Received++
-			f := effects.Fact{Kind: examples.InvoicePaidKind, Key: r.Invoice}
-			if want := effects.KeyOf(f.ID(), examples.ReceiptTarget); r.Key != want {
-				dup("receipt for invoice %q: under key %s, not its own %s", r.Invoice, r.Key, want)
+			if want := receiptKey(inv); r.Key != want {
+				dup("receipt for invoice %q: under key %s, not its own %s", inv.ref(), r.Key, want)
 			}
 		}
 	}
@@ -295,9 +298,8 @@ func audit(ctx context.Context, sys *system, w *workload, st *sendStats) (*repor
 		}
 	}
 	for _, inv := range sorted(invoices) {
-		f := effects.Fact{Kind: examples.InvoicePaidKind, Key: inv.ID}
-		key := effects.KeyOf(f.ID(), examples.ReceiptTarget)
-		if _, has := items[f.ID()]; !has {
+		key := receiptKey(inv)
+		if _, has := items[effects.ScopedID(stripeScope(inv.Tenant), invoiceFact(inv))]; !has {
 			if got[key] > 0 {
 				dup("receipt %s: received for an invoice never paid", key)
 			}
@@ -332,12 +334,14 @@ func audit(ctx context.Context, sys *system, w *workload, st *sendStats) (*repor
 		if ev.Subscription == "" || !processed[ev] {
 			continue
 		}
-		if n := newest[ev.Subscription]; n == nil || cmp.Or(cmp.Compare(ev.Created, n.Created), strings.Compare(ev.ID, n.ID)) > 0 {
-			newest[ev.Subscription] = ev
+		ref := ev.Account + "/" + ev.Subscription
+		if n := newest[ref]; n == nil || cmp.Or(cmp.Compare(ev.Created, n.Created), strings.Compare(ev.ID, n.ID)) > 0 {
+			newest[ref] = ev
 		}
 	}
 	for _, id := range slices.Sorted(maps.Keys(newest)) {
-		s, n := items[effects.Update{Entity: examples.SubscriptionEntity, Key: id}.ID()], newest[id]
+		n := newest[id]
+		s := items[effects.ScopedID(n.scope(), effects.Update{Entity: examples.SubscriptionEntity, Key: n.Subscription}.ID())]
 		if s.Status != n.Status || s.Seq != n.Created*1000 || s.SeqTie != n.ID {
 			regress("subscription %s: status %q by %d/%q, the newest event (%s) says %q", id, s.Status, s.Seq, s.SeqTie, n.ID, n.Status)
 		}
@@ -356,7 +360,7 @@ func audit(ctx context.Context, sys *system, w *workload, st *sendStats) (*repor
 			head[p.Branch] = p
 		}
 		for _, c := range p.Commits {
-			id := effects.Fact{Kind: examples.PushCommitKind, Key: p.Repo + "@" + c}.ID()
+			id := effects.ScopedID(ev.scope(), effects.Fact{Kind: examples.PushCommitKind, Key: p.Repo + "@" + c}.ID())
 			carried[id] = true
 			if _, ok := items[id]; !ok {
 				lost("commit %s@%s: pushed, no fact", p.Repo, c)
@@ -368,7 +372,7 @@ func audit(ctx context.Context, sys *system, w *workload, st *sendStats) (*repor
 			continue
 		}
 		for _, c := range ev.Push.Commits {
-			id := effects.Fact{Kind: examples.PushCommitKind, Key: ev.Push.Repo + "@" + c}.ID()
+			id := effects.ScopedID(ev.scope(), effects.Fact{Kind: examples.PushCommitKind, Key: ev.Push.Repo + "@" + c}.ID())
 			if _, ok := items[id]; ok && !carried[id] {
 				dup("%s: a fact, no push of it processed", id)
 				carried[id] = true // once
@@ -376,7 +380,7 @@ func audit(ctx context.Context, sys *system, w *workload, st *sendStats) (*repor
 		}
 	}
 	for _, b := range slices.Sorted(maps.Keys(head)) {
-		e, p := items[effects.Update{Entity: examples.BranchEntity, Key: b}.ID()], head[b]
+		e, p := items[effects.ScopedID(githubScope, effects.Update{Entity: examples.BranchEntity, Key: b}.ID())], head[b]
 		if e.Head != p.After || e.Seq != p.At*1000 || e.SeqTie != p.After {
 			regress("branch %s: head %s by %d/%q, the newest push says %s", b, e.Head, e.Seq, e.SeqTie, p.After)
 		}
@@ -508,6 +512,27 @@ func auditDLQ(ctx context.Context, sys *system, items map[string]item, rep *repo
 	return nil
 }
 
+// layoutPK is the table's layout item (inboxstore.DetectUnscopedFacts),
+// the one item no event asks for.
+const layoutPK = "meta#layout"
+
+// githubScope is the scope of the GitHub events' parts.
+var githubScope = inbox.ScopeOf("github", inbox.Key{})
+
+// ref names an invoice with its tenant.
+func (inv *invoice) ref() string { return inv.Tenant + "/" + inv.ID }
+
+// invoiceFact is the ID of an invoice's fact, unscoped.
+func invoiceFact(inv *invoice) string {
+	return effects.Fact{Kind: examples.InvoicePaidKind, Key: inv.ID}.ID()
+}
+
+// receiptKey is the key of an invoice's receipt row, as stored and sent.
+func receiptKey(inv *invoice) string {
+	return effects.ScopedKey(stripeScope(inv.Tenant), effects.KeyOf(invoiceFact(inv), examples.ReceiptTarget))
+}
+
+// sorted returns the invoices by their tenant and id.
 func sorted(m map[string]*invoice) []*invoice {
 	out := make([]*invoice, 0, len(m))
 	for _, k := range slices.Sorted(maps.Keys(m)) {

@@ -86,8 +86,8 @@ func run(ctx context.Context, o options, out io.Writer) (*report, error) {
 		go ws.killEvery(killCtx, o.KillEvery)
 	}
 
-	fmt.Fprintf(out, "torture: seed %d, %d events (%d invoices, %d subscriptions, %d branches), %d deliveries (%d bursts of %d), %d workers, faults %.0f %%, logs in %s\n",
-		o.Seed, len(w.Events), w.Invoices, w.Subscriptions, w.Branches, w.sends(), w.Bursts, burstSize, o.Workers, 100*faultRate(o), o.Dir)
+	fmt.Fprintf(out, "torture: seed %d, %d events (%d invoices, %d subscriptions under %d tenants, %d of their ids under both; %d branches), %d deliveries (%d bursts of %d), %d workers, faults %.0f %%, logs in %s\n",
+		o.Seed, len(w.Events), w.Invoices, w.Subscriptions, len(tenants), w.Shared, w.Branches, w.sends(), w.Bursts, burstSize, o.Workers, 100*faultRate(o), o.Dir)
 	sent := time.Now()
 	st, err := send(ctx, sys, w, o)
 	if err != nil {
@@ -338,7 +338,13 @@ func send(ctx context.Context, sys *system, w *workload, o options) (*sendStats,
 	if err != nil {
 		return nil, err
 	}
-	keys := secrets{Stripe: []byte(st.Secrets[0]), GitHub: []byte(gh.Secrets[0])}
+	keys := secrets{Stripe: map[string][]byte{}, GitHub: []byte(gh.Secrets[0])}
+	for _, t := range tenants {
+		if len(st.AccountSecrets[t]) == 0 {
+			return nil, fmt.Errorf("infra/local/sources.json: stripe has no secret for the tenant %s", t)
+		}
+		keys.Stripe[t] = []byte(st.AccountSecrets[t][0])
+	}
 	stats := &sendStats{Status: map[int]int{}, Accepted: map[string]bool{}, Refused: map[string]string{}, GaveUp: map[string]string{}}
 	client := &http.Client{Timeout: 40 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: 64}}
 
@@ -352,7 +358,7 @@ func send(ctx context.Context, sys *system, w *workload, o options) (*sendStats,
 				d := min(sendMaxBackoff, 50*time.Millisecond<<min(try, 10))
 				time.Sleep(d/2 + time.Duration(r.Int64N(int64(d/2)+1)))
 			}
-			req, _ := http.NewRequestWithContext(ctx, http.MethodPost, sys.api+"/webhooks/"+ev.Source, bytes.NewReader(ev.Body))
+			req, _ := http.NewRequestWithContext(ctx, http.MethodPost, sys.api+ev.path(), bytes.NewReader(ev.Body))
 			req.Header = ev.request(keys, time.Now())
 			stats.Requests.Add(1)
 			resp, err := client.Do(req)

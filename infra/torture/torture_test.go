@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -92,7 +93,9 @@ func TestShortRun(t *testing.T) {
 	}
 	want := map[string][]string{
 		"lost":       {"stranded processing", "no fact", "is \"processing\", neither dead nor processed", "row delivered, never received", "a valid event dead"},
-		"duplicates": {"invoices paid counted", "accepted 2 times", "not asked for", "not its own", "receipts accepted", "received, row failed", "no push of it processed"},
+		"duplicates": {"invoices paid counted", "accepted 2 times", "not asked for", "not its own", "receipts accepted", "received, row failed", "no push of it processed",
+			// The tenant's invoice written into the other tenant's scope.
+			"not asked for by any event"},
 		"regression": {"subscription", "branch", "membership"},
 	}
 	got := map[string][]string{"lost": damaged.Lost, "duplicates": damaged.Duplicates, "regression": damaged.Regressions}
@@ -142,7 +145,15 @@ func damage(t *testing.T, sys *system, w *workload, st *sendStats, rep *report) 
 		}
 		switch {
 		case ev.Invoice != nil && inv == nil:
-			if _, ok := items[effects.Fact{Kind: examples.InvoicePaidKind, Key: ev.Invoice.ID}.ID()]; ok {
+			// Paid under its tenant, and not under the other, whose scope
+			// the damage below writes it into.
+			other := tenants[0]
+			if ev.Invoice.Tenant == other {
+				other = tenants[1]
+			}
+			_, paid := items[effects.ScopedID(stripeScope(ev.Invoice.Tenant), invoiceFact(ev.Invoice))]
+			_, there := items[effects.ScopedID(stripeScope(other), invoiceFact(ev.Invoice))]
+			if paid && !there {
 				inv = ev.Invoice
 			}
 		case ev.Subscription != "" && sub == nil && processed:
@@ -160,7 +171,7 @@ func damage(t *testing.T, sys *system, w *workload, st *sendStats, rep *report) 
 	// Lost: an event left processing, a fact gone, a live event's message
 	// in the DLQ, a receipt the receiver never got.
 	set("event#"+first.key(), "status", s("processing"))
-	fact := effects.Fact{Kind: examples.InvoicePaidKind, Key: inv.ID}.ID()
+	fact := effects.ScopedID(stripeScope(inv.Tenant), invoiceFact(inv))
 	if _, err := sys.ddb.DeleteItem(ctx, &dynamodb.DeleteItemInput{TableName: table, Key: map[string]ddbtypes.AttributeValue{"pk": s(fact)}}); err != nil {
 		t.Fatal(err)
 	}
@@ -168,15 +179,21 @@ func damage(t *testing.T, sys *system, w *workload, st *sendStats, rep *report) 
 	// a processed event is a stale copy (a last receive that died with its
 	// worker, as a full run showed), not lost.
 	for _, ev := range []*event{first, sub} {
-		body, _ := inbox.EncodeMessage(inbox.Key{Source: ev.Source, EventID: ev.ID})
+		body, _ := inbox.EncodeMessage(ev.inboxKey())
 		if _, err := sys.sqs.SendMessage(ctx, &sqs.SendMessageInput{QueueUrl: &sys.stack.Resources.DLQURL, MessageBody: &body}); err != nil {
 			t.Fatal(err)
 		}
 	}
 	// Duplicates: a ledger counting an invoice twice, a receipt accepted
-	// twice, an item no event asked for.
+	// twice, an item no event asked for, a tenant's invoice recorded for
+	// the other tenant (the same invoice id).
+	otherTenant := tenants[0]
+	if inv.Tenant == otherTenant {
+		otherTenant = tenants[1]
+	}
+	set(effects.ScopedID(stripeScope(otherTenant), invoiceFact(inv)), "invoice_id", s(inv.ID))
 	if _, err := sys.ddb.UpdateItem(ctx, &dynamodb.UpdateItemInput{
-		TableName: table, Key: map[string]ddbtypes.AttributeValue{"pk": s(effects.Update{Entity: examples.LedgerEntity, Key: inv.Customer}.ID())},
+		TableName: table, Key: map[string]ddbtypes.AttributeValue{"pk": s(effects.ScopedID(stripeScope(inv.Tenant), effects.Update{Entity: examples.LedgerEntity, Key: inv.Customer}.ID()))},
 		UpdateExpression:          aws.String("ADD invoices_paid :one"),
 		ExpressionAttributeValues: map[string]ddbtypes.AttributeValue{":one": &ddbtypes.AttributeValueMemberN{Value: "1"}},
 	}); err != nil {
@@ -229,13 +246,13 @@ func damage(t *testing.T, sys *system, w *workload, st *sendStats, rep *report) 
 	}
 	set(effects.Outbound{Key: third.Key}.ID(), "status", s("failed"))
 	sys.receiver.mu.Lock()
-	sys.receiver.log = append(sys.receiver.log, receipt{Key: "other-key", Invoice: third.Invoice, Answer: answerOK})
+	sys.receiver.log = append(sys.receiver.log, receipt{Key: effects.ScopedKey(stripeScope(tenantOf(third.Key)), "other-key"), Invoice: third.Invoice, Answer: answerOK})
 	sys.receiver.mu.Unlock()
 	// Regressions: a subscription, a branch and a membership set back (the
 	// membership by its order alone).
-	set(effects.Update{Entity: examples.SubscriptionEntity, Key: sub.Subscription}.ID(), "status", s("incomplete_expired"))
-	set(effects.Update{Entity: examples.BranchEntity, Key: branch.Branch}.ID(), "head", s("0000000000000000000000000000000000000000"))
-	set(effects.Update{Entity: examples.MembershipEntity, Key: inv.Customer}.ID(), "seq_tie", s("in_older"))
+	set(effects.ScopedID(sub.scope(), effects.Update{Entity: examples.SubscriptionEntity, Key: sub.Subscription}.ID()), "status", s("incomplete_expired"))
+	set(effects.ScopedID(githubScope, effects.Update{Entity: examples.BranchEntity, Key: branch.Branch}.ID()), "head", s("0000000000000000000000000000000000000000"))
+	set(effects.ScopedID(stripeScope(inv.Tenant), effects.Update{Entity: examples.MembershipEntity, Key: inv.Customer}.ID()), "seq_tie", s("in_older"))
 
 	damaged, err := audit(ctx, sys, w, st)
 	if err != nil {
@@ -273,6 +290,7 @@ func TestGenerate(t *testing.T) {
 	}
 	per := map[*event]int{}
 	shared := map[string]int{}
+	tenanted := map[string]int{} // invoice id: a bit per tenant with it
 	for _, d := range a.Deliveries {
 		per[d.Event]++
 		if d.Copies != 1 && d.Copies != burstSize {
@@ -287,7 +305,8 @@ func TestGenerate(t *testing.T) {
 		}
 		kinds[ev.Type]++
 		if ev.Invoice != nil {
-			shared[ev.Invoice.ID]++
+			shared[ev.Invoice.ref()]++
+			tenanted[ev.Invoice.ID] |= 1 << slices.Index(tenants[:], ev.Invoice.Tenant)
 		}
 		if ev.Subscription != "" {
 			longest[ev.Subscription]++
@@ -303,8 +322,14 @@ func TestGenerate(t *testing.T) {
 	for _, n := range longest {
 		long = max(long, n)
 	}
-	if a.Bursts == 0 || twice == 0 || long < 20 || kinds["push"] == 0 || kinds["customer.subscription.deleted"] == 0 {
-		t.Errorf("workload lacks a piece: %d bursts, %d shared invoices, longest subscription %d events, kinds %v", a.Bursts, twice, long, kinds)
+	both := 0
+	for _, bits := range tenanted {
+		if bits == 3 {
+			both++
+		}
+	}
+	if a.Bursts == 0 || twice == 0 || long < 20 || kinds["push"] == 0 || kinds["customer.subscription.deleted"] == 0 || both == 0 {
+		t.Errorf("workload lacks a piece: %d bursts, %d shared invoices, longest subscription %d events, kinds %v, %d invoice ids under both tenants", a.Bursts, twice, long, kinds, both)
 	}
 }
 

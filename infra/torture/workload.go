@@ -8,8 +8,11 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"slices"
+	"strings"
 	"time"
 
+	"github.com/webhook-inbox/webhook-inbox/internal/effects"
+	"github.com/webhook-inbox/webhook-inbox/internal/inbox"
 	"github.com/webhook-inbox/webhook-inbox/internal/signature"
 )
 
@@ -17,7 +20,10 @@ import (
 // should do.
 type event struct {
 	Source string // "stripe" or "github"
-	ID     string // the provider's event id (GitHub: the delivery id)
+	// Account is the Stripe tenant (one of tenants), "" for GitHub: its
+	// path account and its secret.
+	Account string
+	ID      string // the provider's event id (GitHub: the delivery id)
 	Type   string
 	Body   []byte
 
@@ -30,9 +36,46 @@ type event struct {
 }
 
 // key is the event's inbox key, as the table names it.
-func (e *event) key() string { return e.Source + "##" + e.ID }
+func (e *event) key() string { return e.inboxKey().String() }
+
+func (e *event) inboxKey() inbox.Key {
+	return inbox.Key{Source: e.Source, Account: e.Account, EventID: e.ID}
+}
+
+// scope is the scope its parts are stored in.
+func (e *event) scope() string { return inbox.ScopeOf(e.Source, e.inboxKey()) }
+
+// path is where it is posted.
+func (e *event) path() string {
+	if e.Account == "" {
+		return "/webhooks/" + e.Source
+	}
+	return "/webhooks/" + e.Source + "/" + e.Account
+}
+
+// tenants are the Stripe accounts the workload sends as: two tenants of
+// one source, sharing business ids (invoices, customers, subscriptions)
+// that must stay apart.
+var tenants = [...]string{"acct_a", "acct_b"}
+
+// stripeScope is the scope of a Stripe tenant's parts.
+func stripeScope(tenant string) string { return inbox.ScopeOf("stripe", inbox.Key{Account: tenant}) }
+
+// tenantOf is the tenant of a stored row key (the scope it is in), ""
+// when it is in none of the tenants' scopes.
+func tenantOf(key string) string {
+	for _, t := range tenants {
+		if strings.HasPrefix(key, effects.ScopedKey(stripeScope(t), "")) {
+			return t
+		}
+	}
+	return ""
+}
 
 type invoice struct {
+	// Tenant and ID are its identity: the same ID under two tenants is
+	// two invoices.
+	Tenant       string
 	ID, Customer string
 	Amount       int64
 	PeriodEnd    int64
@@ -61,6 +104,8 @@ type workload struct {
 	// Counts by kind, for the report.
 	Invoices, Subscriptions, Branches int
 	Bursts                            int
+	// Shared counts the invoice and subscription ids under both tenants.
+	Shared int
 }
 
 // Sizes of the workload's pieces.
@@ -85,55 +130,44 @@ func generate(n int, seed uint64) *workload {
 	nInvoices, nSubs := n*45/100, n*35/100
 	nPushes := n - nInvoices - nSubs
 
-	// Invoices: one or two events each.
+	// Invoices: one or two events each, each under a tenant; a quarter
+	// of them twice, the same invoice id (and event ids) under the other
+	// tenant too, for another customer and amount: two invoices.
 	for i := 0; len(w.Events) < nInvoices; i++ {
-		inv := &invoice{
-			ID:        fmt.Sprintf("in_%s_%05d", tag, i),
-			Customer:  fmt.Sprintf("cus_%s_%03d", tag, r.IntN(customers)),
-			Amount:    int64(500 + r.IntN(5000)),
-			PeriodEnd: base + int64(r.IntN(365))*86400,
+		t := r.IntN(len(tenants))
+		owners := []string{tenants[t]}
+		if r.IntN(4) == 0 {
+			owners = append(owners, tenants[1-t])
+			w.Shared++
 		}
-		w.Invoices++
-		types := []string{"invoice.paid"}
-		if r.IntN(2) == 0 && len(w.Events)+1 < nInvoices {
-			types = append(types, "invoice.payment_succeeded")
-		}
-		for j, typ := range types {
-			ev := &event{Source: "stripe", ID: fmt.Sprintf("evt_%s_in%05d_%d", tag, i, j), Type: typ, Invoice: inv,
-				Created: base + int64(r.IntN(86400))}
-			ev.Body = fmt.Appendf(nil, `{"id":%q,"object":"event","api_version":"2024-06-20","type":%q,"created":%d,"livemode":false,"data":{"object":{"id":%q,"object":"invoice","amount_paid":%d,"currency":"eur","customer":%q,"period_end":%d,"lines":{"object":"list","data":[{"object":"line_item","period":{"start":%d,"end":%d}}]}}}}`,
-				ev.ID, typ, ev.Created, inv.ID, inv.Amount, inv.Customer, inv.PeriodEnd-30*86400, inv.PeriodEnd-30*86400, inv.PeriodEnd)
-			w.Events = append(w.Events, ev)
+		for _, tenant := range owners {
+			if len(w.Events) >= nInvoices {
+				break
+			}
+			w.invoice(r, tenant, i, tag, base, customers, nInvoices)
 		}
 	}
 
-	// Subscriptions: a life of created, updates and sometimes deleted.
-	// The first is long, so that many of its events overtake each other.
-	middle := []string{"active", "past_due", "active", "unpaid", "paused", "trialing", "active"}
-	for s := 0; len(w.Events) < nInvoices+nSubs; s++ {
-		id := fmt.Sprintf("sub_%s_%04d", tag, s)
-		customer := fmt.Sprintf("cus_%s_%03d", tag, r.IntN(customers))
-		w.Subscriptions++
-		life := 2 + r.IntN(5)
-		if s == 0 {
-			life = min(60, max(4, nSubs/4))
+	// Subscriptions: a life of created, updates and sometimes deleted,
+	// each under a tenant, a quarter under both (the same subscription id
+	// and event ids, two lives). The first is long, so that many of its
+	// events overtake each other.
+	for sn := 0; len(w.Events) < nInvoices+nSubs; sn++ {
+		t := r.IntN(len(tenants))
+		owners := []string{tenants[t]}
+		if r.IntN(4) == 0 {
+			owners = append(owners, tenants[1-t])
+			w.Shared++
 		}
-		life = min(life, nInvoices+nSubs-len(w.Events))
-		created := base + int64(r.IntN(86400))
-		for k := range life {
-			typ, status := "customer.subscription.updated", middle[r.IntN(len(middle))]
-			switch {
-			case k == 0:
-				typ, status = "customer.subscription.created", []string{"incomplete", "trialing", "active"}[r.IntN(3)]
-			case k == life-1 && r.IntN(3) == 0:
-				typ, status = "customer.subscription.deleted", "canceled"
+		for _, tenant := range owners {
+			if len(w.Events) >= nInvoices+nSubs {
+				break
 			}
-			created += int64(1 + r.IntN(3600))
-			ev := &event{Source: "stripe", ID: fmt.Sprintf("evt_%s_sub%04d_%02d", tag, s, k), Type: typ,
-				Subscription: id, Status: status, Created: created}
-			ev.Body = fmt.Appendf(nil, `{"id":%q,"object":"event","api_version":"2024-06-20","type":%q,"created":%d,"livemode":false,"data":{"object":{"id":%q,"object":"subscription","status":%q,"customer":%q,"current_period_end":%d}}}`,
-				ev.ID, typ, created, id, status, customer, created+30*86400)
-			w.Events = append(w.Events, ev)
+			life := 2 + r.IntN(5)
+			if sn == 0 {
+				life = min(60, max(4, nSubs/4))
+			}
+			w.subscription(r, tenant, sn, tag, base, customers, min(life, nInvoices+nSubs-len(w.Events)))
 		}
 	}
 
@@ -197,6 +231,57 @@ func generate(n int, seed uint64) *workload {
 	return w
 }
 
+// invoice adds the events of invoice i of tenant: invoice.paid, and
+// sometimes invoice.payment_succeeded too (the same fact twice).
+func (w *workload) invoice(r *rand.Rand, tenant string, i int, tag string, base int64, customers, limit int) {
+	inv := &invoice{
+		Tenant:    tenant,
+		ID:        fmt.Sprintf("in_%s_%05d", tag, i),
+		Customer:  fmt.Sprintf("cus_%s_%03d", tag, r.IntN(customers)),
+		Amount:    int64(500 + r.IntN(5000)),
+		PeriodEnd: base + int64(r.IntN(365))*86400,
+	}
+	w.Invoices++
+	types := []string{"invoice.paid"}
+	if r.IntN(2) == 0 && len(w.Events)+1 < limit {
+		types = append(types, "invoice.payment_succeeded")
+	}
+	for j, typ := range types {
+		ev := &event{Source: "stripe", Account: tenant, ID: fmt.Sprintf("evt_%s_in%05d_%d", tag, i, j), Type: typ, Invoice: inv,
+			Created: base + int64(r.IntN(86400))}
+		ev.Body = fmt.Appendf(nil, `{"id":%q,"object":"event","api_version":"2024-06-20","type":%q,"created":%d,"livemode":false,"data":{"object":{"id":%q,"object":"invoice","amount_paid":%d,"currency":"eur","customer":%q,"period_end":%d,"lines":{"object":"list","data":[{"object":"line_item","period":{"start":%d,"end":%d}}]}}}}`,
+			ev.ID, typ, ev.Created, inv.ID, inv.Amount, inv.Customer, inv.PeriodEnd-30*86400, inv.PeriodEnd-30*86400, inv.PeriodEnd)
+		w.Events = append(w.Events, ev)
+	}
+}
+
+// subscriptionStates are the states a subscription's updates move it to.
+var subscriptionStates = []string{"active", "past_due", "active", "unpaid", "paused", "trialing", "active"}
+
+// subscription adds the life of subscription sn of tenant, life events
+// long.
+func (w *workload) subscription(r *rand.Rand, tenant string, sn int, tag string, base int64, customers, life int) {
+	id := fmt.Sprintf("sub_%s_%04d", tag, sn)
+	customer := fmt.Sprintf("cus_%s_%03d", tag, r.IntN(customers))
+	w.Subscriptions++
+	created := base + int64(r.IntN(86400))
+	for k := range life {
+		typ, status := "customer.subscription.updated", subscriptionStates[r.IntN(len(subscriptionStates))]
+		switch {
+		case k == 0:
+			typ, status = "customer.subscription.created", []string{"incomplete", "trialing", "active"}[r.IntN(3)]
+		case k == life-1 && r.IntN(3) == 0:
+			typ, status = "customer.subscription.deleted", "canceled"
+		}
+		created += int64(1 + r.IntN(3600))
+		ev := &event{Source: "stripe", Account: tenant, ID: fmt.Sprintf("evt_%s_sub%04d_%02d", tag, sn, k), Type: typ,
+			Subscription: id, Status: status, Created: created}
+		ev.Body = fmt.Appendf(nil, `{"id":%q,"object":"event","api_version":"2024-06-20","type":%q,"created":%d,"livemode":false,"data":{"object":{"id":%q,"object":"subscription","status":%q,"customer":%q,"current_period_end":%d}}}`,
+			ev.ID, typ, created, id, status, customer, created+30*86400)
+		w.Events = append(w.Events, ev)
+	}
+}
+
 // sends is the number of HTTP deliveries the workload makes (bursts
 // counted by their copies), before any retry.
 func (w *workload) sends() int {
@@ -226,8 +311,12 @@ func uuidFrom(r *rand.Rand) string {
 	return h[:8] + "-" + h[8:12] + "-" + h[12:16] + "-" + h[16:20] + "-" + h[20:]
 }
 
-// secrets are the signing secrets of the two sources the workload uses.
-type secrets struct{ Stripe, GitHub []byte }
+// secrets are the signing secrets the workload uses: each Stripe
+// tenant's, and GitHub's.
+type secrets struct {
+	Stripe map[string][]byte
+	GitHub []byte
+}
 
 // request signs the event's delivery at now, as its provider would.
 func (e *event) request(s secrets, now time.Time) http.Header {
@@ -235,7 +324,7 @@ func (e *event) request(s secrets, now time.Time) http.Header {
 	h.Set("Content-Type", "application/json")
 	switch e.Source {
 	case "stripe":
-		h.Set("Stripe-Signature", signature.SignStripe(e.Body, s.Stripe, now))
+		h.Set("Stripe-Signature", signature.SignStripe(e.Body, s.Stripe[e.Account], now))
 	case "github":
 		h.Set("X-GitHub-Event", e.Type)
 		h.Set("X-GitHub-Delivery", e.ID)
