@@ -92,7 +92,7 @@ func TestShortRun(t *testing.T) {
 		}
 	}
 	want := map[string][]string{
-		"lost":       {"stranded processing", "no fact", "is \"processing\", neither dead nor processed", "row delivered, never received", "a valid event dead"},
+		"lost": {"stranded processing", "no fact", "is \"processing\", neither dead nor processed", "row delivered, never received", "a valid event dead"},
 		"duplicates": {"invoices paid counted", "accepted 2 times", "not asked for", "not its own", "receipts accepted", "received, row failed", "no push of it processed",
 			// The tenant's invoice written into the other tenant's scope.
 			"not asked for by any event"},

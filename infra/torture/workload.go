@@ -24,8 +24,8 @@ type event struct {
 	// path account and its secret.
 	Account string
 	ID      string // the provider's event id (GitHub: the delivery id)
-	Type   string
-	Body   []byte
+	Type    string
+	Body    []byte
 
 	// What the event is about, for the audit.
 	Invoice      *invoice
