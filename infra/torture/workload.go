@@ -138,11 +138,13 @@ func generate(n int, seed uint64) *workload {
 		owners := []string{tenants[t]}
 		if r.IntN(4) == 0 {
 			owners = append(owners, tenants[1-t])
-			w.Shared++
 		}
-		for _, tenant := range owners {
+		for k, tenant := range owners {
 			if len(w.Events) >= nInvoices {
 				break
+			}
+			if k == 1 {
+				w.Shared++
 			}
 			w.invoice(r, tenant, i, tag, base, customers, nInvoices)
 		}
@@ -157,11 +159,13 @@ func generate(n int, seed uint64) *workload {
 		owners := []string{tenants[t]}
 		if r.IntN(4) == 0 {
 			owners = append(owners, tenants[1-t])
-			w.Shared++
 		}
-		for _, tenant := range owners {
+		for k, tenant := range owners {
 			if len(w.Events) >= nInvoices+nSubs {
 				break
+			}
+			if k == 1 {
+				w.Shared++
 			}
 			life := 2 + r.IntN(5)
 			if sn == 0 {
