@@ -16,33 +16,81 @@
 package examples
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"strconv"
 	"strings"
 
 	"github.com/webhook-inbox/webhook-inbox/internal/effects"
+	"github.com/webhook-inbox/webhook-inbox/internal/inbox"
 	"github.com/webhook-inbox/webhook-inbox/internal/processor"
 )
 
 // Routes returns the shipped handlers by source kind and event type: the
 // one place they are registered. Events of other types are processed as
-// ignored.
-func Routes() processor.Routes {
+// ignored. The Stripe handlers take only events in their source's mode
+// (see StripeModes).
+func Routes(modes StripeModes) processor.Routes {
+	stripe := func(h effects.Handler) effects.Handler { return modes.guard(h) }
 	return processor.Routes{
 		"stripe": {
 			// Stripe sends both for one successful payment of an invoice;
 			// they declare the same parts, so the second changes nothing.
-			"invoice.paid":              StripeInvoicePaid,
-			"invoice.payment_succeeded": StripeInvoicePaid,
+			"invoice.paid":              stripe(StripeInvoicePaid),
+			"invoice.payment_succeeded": stripe(StripeInvoicePaid),
 
-			"customer.subscription.created": StripeSubscription,
-			"customer.subscription.updated": StripeSubscription,
-			"customer.subscription.deleted": StripeSubscription,
+			"customer.subscription.created": stripe(StripeSubscription),
+			"customer.subscription.updated": stripe(StripeSubscription),
+			"customer.subscription.deleted": stripe(StripeSubscription),
 		},
 		"github": {
 			"push": GitHubPush,
 		},
+	}
+}
+
+// StripeModes says, by source name, which Stripe mode the source's events
+// must be in: "live", "test" or "any" (the source's livemode option, see
+// source.Set.Livemodes). A test-mode event on a live source, or the
+// reverse, is refused — a permanent error: the event is dead, kept for an
+// operator, who fixes the source's option (or its secret) and replays it —
+// never applied to the live business. A source the map does not name (or
+// a nil map) takes both.
+type StripeModes map[string]string
+
+// guard runs h only for an event in its source's mode; h itself when
+// every source takes both.
+func (m StripeModes) guard(h effects.Handler) effects.Handler {
+	restricted := false
+	for _, mode := range m {
+		restricted = restricted || mode == "live" || mode == "test"
+	}
+	if !restricted {
+		return h
+	}
+	return func(ctx context.Context, ev inbox.Event) (effects.Plan, error) {
+		want := m[ev.Key.Source]
+		if want == "" || want == "any" {
+			return h(ctx, ev)
+		}
+		var body struct {
+			Livemode *bool `json:"livemode"`
+		}
+		if err := decode("stripe event", ev.Payload, &body); err != nil {
+			return effects.Plan{}, err
+		}
+		switch {
+		case body.Livemode == nil:
+			return effects.Plan{}, permanentf("stripe event: no livemode, and source %s takes only %s events", quote(ev.Key.Source), want)
+		case *body.Livemode != (want == "live"):
+			got := "test"
+			if *body.Livemode {
+				got = "live"
+			}
+			return effects.Plan{}, permanentf("stripe event: a %s-mode event on source %s, which takes only %s events (its livemode option)", got, quote(ev.Key.Source), want)
+		}
+		return h(ctx, ev)
 	}
 }
 

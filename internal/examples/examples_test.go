@@ -1,6 +1,7 @@
 package examples
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"os"
@@ -92,7 +93,7 @@ func describe(p effects.Plan) string {
 }
 
 func TestRoutes(t *testing.T) {
-	routes := Routes()
+	routes := Routes(nil)
 	tests := []struct {
 		kind, typ string
 		want      effects.Handler
@@ -143,7 +144,7 @@ func FuzzHandlers(f *testing.F) {
 	f.Add([]byte(`{"data":{"object":{"object":"invoice","id":"in_\u0001","amount_paid":1,"currency":"usd","customer":{"id":"c"}}}}`), int64(-1))
 	f.Add([]byte(``), int64(0))
 
-	routes := Routes()
+	routes := Routes(nil)
 	f.Fuzz(func(t *testing.T, payload []byte, createdMillis int64) {
 		for kind, types := range routes {
 			for typ, h := range types {
@@ -169,4 +170,47 @@ func FuzzHandlers(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestStripeModes: a Stripe source takes the events of its own mode only
+// — a test-mode event on a live source, a live one on a test source, or
+// one that does not say, is a permanent error with nothing declared — and
+// a source set to "any", or not named, takes both.
+func TestStripeModes(t *testing.T) {
+	routes := Routes(StripeModes{"live": "live", "test": "test", "both": "any"})
+	body := func(livemode string) []byte {
+		b := corpus(t, "stripe", "invoice.paid.json")
+		return bytes.ReplaceAll(b, []byte(`"livemode": false`), []byte(livemode))
+	}
+	if !bytes.Contains(corpus(t, "stripe", "invoice.paid.json"), []byte(`"livemode": false`)) {
+		t.Fatal("the corpus invoice.paid no longer says \"livemode\": false")
+	}
+	for _, tt := range []struct {
+		source, livemode string
+		refused          bool
+	}{
+		{"live", `"livemode": true`, false},
+		{"live", `"livemode": false`, true},
+		{"live", `"livemode_absent": false`, true},
+		{"test", `"livemode": false`, false},
+		{"test", `"livemode": true`, true},
+		{"both", `"livemode": true`, false},
+		{"both", `"livemode": false`, false},
+		{"unnamed", `"livemode": true`, false},
+	} {
+		for _, typ := range []string{"invoice.paid", "customer.subscription.updated"} {
+			payload := body(tt.livemode)
+			if typ != "invoice.paid" {
+				payload = bytes.ReplaceAll(corpus(t, "stripe", "customer.subscription.updated.json"), []byte(`"livemode": false`), []byte(tt.livemode))
+			}
+			ev := inbox.Event{Key: inbox.Key{Source: tt.source, EventID: "evt_mode"}, Kind: "stripe", Type: typ, Payload: payload, Created: time.Unix(1721954100, 0)}
+			plan, err := routes["stripe"][typ](context.Background(), ev)
+			switch {
+			case tt.refused && (!effects.IsPermanent(err) || plan.Len() != 0 || !strings.Contains(err.Error(), "source")):
+				t.Errorf("%s %s %s: got %d parts, %v; want a permanent refusal naming the source", tt.source, typ, tt.livemode, plan.Len(), err)
+			case !tt.refused && (err != nil || plan.Len() == 0):
+				t.Errorf("%s %s %s: got %d parts, %v; want the plan", tt.source, typ, tt.livemode, plan.Len(), err)
+			}
+		}
+	}
 }

@@ -66,7 +66,7 @@ func benchBatch(b *testing.B, n, concurrency int) {
 	store := inboxstore.New(db, "inbox", time.Hour)
 	p, err := processor.New(processor.Config{
 		Store: store, Outbox: mustOutbox(b, store, time.Now), DeadLetters: nopDLQ{}, Visibility: nopVisibility{},
-		Routes: examples.Routes(), MaxReceiveCount: 10, Concurrency: concurrency,
+		Routes: examples.Routes(nil), MaxReceiveCount: 10, Concurrency: concurrency,
 		Logger: slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelWarn})),
 	})
 	if err != nil {

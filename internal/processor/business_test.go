@@ -129,7 +129,7 @@ func (b *business) processor(tb testing.TB, store outbox.Store, routes processor
 		store = b.s
 	}
 	if routes == nil {
-		routes = examples.Routes()
+		routes = examples.Routes(nil)
 	}
 	log := slog.New(slog.NewJSONHandler(&lockedBuffer{b: b.logs, mu: &b.mu}, nil))
 	d, err := outbox.New(outbox.Config{
@@ -294,7 +294,7 @@ func TestStoppedAfterCommit(t *testing.T) {
 	b := newBusiness(t)
 	k := b.insert(t, "stripe", "evt_stop", "invoice.paid", time.Unix(1764500000, 0), invoiceEvent("evt_stop", "invoice.paid", "in_stop", periodEnd))
 	stopped, err := processor.New(processor.Config{
-		Store: b.s, Outbox: stoppedOutbox{}, DeadLetters: b.dlq, Visibility: nopVisibility{}, Routes: examples.Routes(),
+		Store: b.s, Outbox: stoppedOutbox{}, DeadLetters: b.dlq, Visibility: nopVisibility{}, Routes: examples.Routes(nil),
 		MaxReceiveCount: 5, Logger: slog.New(slog.DiscardHandler), Now: b.clock.now,
 	})
 	if err != nil {

@@ -73,7 +73,7 @@ func mustTable(tb testing.TB, db *dynamodb.Client, name string) {
 func mustProcessor(tb testing.TB, store processor.Store, now func() time.Time) *processor.Processor {
 	tb.Helper()
 	p, err := processor.New(processor.Config{
-		Store: store, Outbox: mustOutbox(tb, store, now), DeadLetters: nopDLQ{}, Visibility: nopVisibility{}, Routes: examples.Routes(), MaxReceiveCount: 5,
+		Store: store, Outbox: mustOutbox(tb, store, now), DeadLetters: nopDLQ{}, Visibility: nopVisibility{}, Routes: examples.Routes(nil), MaxReceiveCount: 5,
 		Logger: slog.New(slog.NewJSONHandler(&bytes.Buffer{}, nil)), Now: now,
 	})
 	if err != nil {
@@ -267,7 +267,7 @@ func TestLastReceiveKeepsTheDLQConsistent(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		p, dlq := newProcessor(t, s, examples.Routes(), time.Now)
+		p, dlq := newProcessor(t, s, examples.Routes(nil), time.Now)
 		resp, _ := p.Handle(ctx, events.SQSEvent{Records: []events.SQSMessage{lastReceive(sqsMessage(t, "copy", k))}})
 		if len(resp.BatchItemFailures) != 0 || len(dlq.sent) != 0 {
 			t.Fatalf("got failures %v and DLQ %v, want neither", resp.BatchItemFailures, dlq.sent)
@@ -306,7 +306,7 @@ func TestLastReceiveKeepsTheDLQConsistent(t *testing.T) {
 
 	t.Run("no event: acknowledged, nothing in the DLQ", func(t *testing.T) {
 		s := mustStore(t)
-		p, dlq := newProcessor(t, s, examples.Routes(), time.Now)
+		p, dlq := newProcessor(t, s, examples.Routes(nil), time.Now)
 		resp, _ := p.Handle(ctx, events.SQSEvent{Records: []events.SQSMessage{lastReceive(sqsMessage(t, "orphan", inbox.Key{Source: "stripe", EventID: "evt_none"}))}})
 		if len(resp.BatchItemFailures) != 0 || len(dlq.sent) != 0 {
 			t.Errorf("got failures %v and DLQ %v, want neither", resp.BatchItemFailures, dlq.sent)

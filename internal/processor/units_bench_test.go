@@ -39,7 +39,7 @@ func measuredExamples(tb testing.TB, receiverURL string) (*inboxstore.Store, *pr
 		tb.Fatal(err)
 	}
 	p, err := processor.New(processor.Config{
-		Store: store, Outbox: d, DeadLetters: nopDLQ{}, Visibility: nopVisibility{}, Routes: examples.Routes(),
+		Store: store, Outbox: d, DeadLetters: nopDLQ{}, Visibility: nopVisibility{}, Routes: examples.Routes(nil),
 		MaxReceiveCount: 10, Logger: log,
 	})
 	if err != nil {

@@ -37,6 +37,10 @@ type Source struct {
 	// A request naming any other account is refused before any secret is
 	// looked up.
 	Accounts Accounts
+	// Livemode is, for a Stripe source, which mode its events must be
+	// in: "live" (the default), "test", or "any" (option livemode); the
+	// shipped Stripe handlers refuse the other. Empty for other kinds.
+	Livemode string
 	// EffectsScope names the key space of its events' business parts
 	// (facts, entities, outbox rows), per account: its own name unless
 	// the source opts into sharing another's (option effects_scope).
@@ -54,6 +58,13 @@ func (s *Source) Scope(k inbox.Key) string {
 	}
 	return inbox.ScopeOf(name, k)
 }
+
+// The values of a Stripe source's livemode option.
+const (
+	LivemodeLive = "live"
+	LivemodeTest = "test"
+	LivemodeAny  = "any"
+)
 
 // Set is the validated list of sources, looked up by name.
 type Set struct {
@@ -78,6 +89,8 @@ type config struct {
 		// Accounts is Source.Accounts: "any", a list of names, or
 		// {"pattern": RE2}; absent, the source has none.
 		Accounts json.RawMessage `json:"accounts"`
+		// Livemode is Source.Livemode.
+		Livemode string `json:"livemode"`
 	} `json:"options"`
 }
 
@@ -138,6 +151,17 @@ func Parse(sourcesJSON, secretsPrefix string) (*Set, error) {
 		src := &Source{Name: c.Name, Kind: c.Kind, Scheme: scheme, EffectsScope: c.Options.EffectsScope}
 		if sc := src.EffectsScope; sc != "" && !validName(sc, 64) {
 			return nil, fmt.Errorf("SOURCES[%d] %s: effects_scope %q: want 1-64 of [a-z0-9_-], the name of the key space it shares", i, c.Name, sc)
+		}
+		switch lm := c.Options.Livemode; {
+		case c.Kind != "stripe" && lm != "":
+			return nil, fmt.Errorf("SOURCES[%d] %s: livemode: only Stripe events have a mode", i, c.Name)
+		case c.Kind != "stripe":
+		case lm == "":
+			src.Livemode = LivemodeLive
+		case lm == LivemodeLive || lm == LivemodeTest || lm == LivemodeAny:
+			src.Livemode = lm
+		default:
+			return nil, fmt.Errorf("SOURCES[%d] %s: livemode %q: want %q (the default), %q or %q", i, c.Name, lm, LivemodeLive, LivemodeTest, LivemodeAny)
 		}
 		if src.Accounts, err = parseAccounts(c.Options.Accounts); err != nil {
 			return nil, fmt.Errorf("SOURCES[%d] %s: accounts: %w", i, c.Name, err)
@@ -247,6 +271,17 @@ func (s *Set) SecretID(name, account string) string {
 		return s.prefix + name
 	}
 	return s.prefix + name + "/" + account
+}
+
+// Livemodes maps each Stripe source's name to its Livemode.
+func (s *Set) Livemodes() map[string]string {
+	out := map[string]string{}
+	for n, src := range s.byName {
+		if src.Livemode != "" {
+			out[n] = src.Livemode
+		}
+	}
+	return out
 }
 
 // Names lists the configured source names.

@@ -2,6 +2,7 @@ package source
 
 import (
 	"errors"
+	"maps"
 	"net/http"
 	"slices"
 	"strings"
@@ -296,9 +297,20 @@ func TestAccounts(t *testing.T) {
 		`[{"name":"s","kind":"stripe","options":{"accounts":{"regexp":"a"}}}]`:  `want "any"`,
 		`[{"name":"s","kind":"stripe","options":{"accounts":7}}]`:               `want "any"`,
 		`[{"name":"s","kind":"stripe","options":{"effects_scope":"Bad#"}}]`:     "effects_scope",
+		`[{"name":"s","kind":"stripe","options":{"livemode":"prod"}}]`:          `livemode "prod": want "live"`,
+		`[{"name":"s","kind":"github","options":{"livemode":"test"}}]`:          "only Stripe events have a mode",
 	} {
 		if _, err := Parse(cfg, "p/"); err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("%s: got %v, want %q", cfg, err, want)
 		}
+	}
+}
+
+// TestLivemode: a Stripe source takes live events unless it says
+// otherwise; other kinds have no mode.
+func TestLivemode(t *testing.T) {
+	set := mustParse(t, `[{"name":"live","kind":"stripe"},{"name":"test","kind":"stripe","options":{"livemode":"test"}},{"name":"both","kind":"stripe","options":{"livemode":"any"}},{"name":"gh","kind":"github"}]`, "p/")
+	if got, want := set.Livemodes(), map[string]string{"live": "live", "test": "test", "both": "any"}; !maps.Equal(got, want) {
+		t.Errorf("got %v, want %v", got, want)
 	}
 }

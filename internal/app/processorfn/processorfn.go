@@ -57,7 +57,7 @@ func New(cfg config.Config, awsCfg aws.Config, log *slog.Logger) (*processor.Pro
 		Outbox:          deliverer,
 		DeadLetters:     queue.New(client, cfg.DLQURL),
 		Visibility:      queue.New(client, cfg.QueueURL),
-		Routes:          examples.Routes(),
+		Routes:          examples.Routes(examples.StripeModes(cfg.Sources.Livemodes())),
 		Forward:         cfg.Forward,
 		MaxReceiveCount: cfg.MaxReceiveCount,
 		Concurrency:     cfg.Concurrency,
