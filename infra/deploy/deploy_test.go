@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/webhook-inbox/webhook-inbox/infra/local/template"
+	"github.com/webhook-inbox/webhook-inbox/internal/config"
 	"github.com/webhook-inbox/webhook-inbox/internal/obs"
 )
 
@@ -651,6 +652,24 @@ func TestMetricsNamespacePattern(t *testing.T) {
 		codeErr := obs.CheckNamespace(ns)
 		if (tplErr == nil) != (codeErr == nil) {
 			t.Errorf("%q (%d bytes): template %v, functions %v", ns, len(ns), tplErr, codeErr)
+		}
+	}
+}
+
+// TestSecretsPrefixPattern: the template refuses a SecretsPrefix that
+// would let ingest read secrets other than webhook ones (an empty one is
+// the whole account's), as the functions' cold start does.
+func TestSecretsPrefixPattern(t *testing.T) {
+	for prefix, ok := range map[string]bool{"webhook-inbox/": true, "team/prod/webhooks/": true, "": false, "webhook-inbox": false, "a b/": false} {
+		tpl := loadTemplate(t)
+		if err := tpl.SetParameter("SecretsPrefix", prefix); (err == nil) != ok {
+			t.Errorf("%q: template says %v, want accepted %t", prefix, err, ok)
+		}
+		_, err := config.Load(func(k string) string {
+			return map[string]string{"SECRETS_PREFIX": prefix, "SOURCES": `[{"name":"s","kind":"github"}]`}[k]
+		}, config.Need{Sources: true})
+		if (err == nil) != (ok || prefix == "a b/") {
+			t.Errorf("%q: functions say %v", prefix, err)
 		}
 	}
 }

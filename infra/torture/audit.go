@@ -24,6 +24,7 @@ import (
 	"github.com/webhook-inbox/webhook-inbox/internal/examples"
 	"github.com/webhook-inbox/webhook-inbox/internal/forward"
 	"github.com/webhook-inbox/webhook-inbox/internal/inbox"
+	"github.com/webhook-inbox/webhook-inbox/internal/inboxstore"
 	"github.com/webhook-inbox/webhook-inbox/internal/outbox"
 	"github.com/webhook-inbox/webhook-inbox/internal/processor"
 )
@@ -184,7 +185,7 @@ func audit(ctx context.Context, sys *system, w *workload, st *sendStats) (*repor
 	// Every fact, entity and row the table holds must be one the workload
 	// asked for.
 	// Parts are in their event's scope: a Stripe tenant's, or GitHub's.
-	expected := map[string]bool{layoutPK: true}
+	expected := map[string]bool{inboxstore.LayoutPK: true}
 	invoices := map[string]*invoice{}
 	for _, ev := range w.Events {
 		in := func(id string) string { return effects.ScopedID(ev.scope(), id) }
@@ -511,10 +512,6 @@ func auditDLQ(ctx context.Context, sys *system, items map[string]item, rep *repo
 	}
 	return nil
 }
-
-// layoutPK is the table's layout item (inboxstore.DetectUnscopedFacts),
-// the one item no event asks for.
-const layoutPK = "meta#layout"
 
 // githubScope is the scope of the GitHub events' parts.
 var githubScope = inbox.ScopeOf("github", inbox.Key{})

@@ -111,6 +111,11 @@ func Load(getenv func(string) string, need Need) (Config, error) {
 	c.QueueURL = required("QUEUE_URL", need.Queue)
 	c.DLQURL = required("DLQ_URL", need.DLQ)
 	c.SecretsPrefix = getenv("SECRETS_PREFIX")
+	if need.Sources && !strings.HasSuffix(c.SecretsPrefix, "/") {
+		// Ingest may read every secret under it: an empty prefix would
+		// be the account's every secret (the template's pattern too).
+		errs = append(errs, fmt.Errorf("SECRETS_PREFIX %q: want a prefix ending in \"/\", naming only webhook secrets", c.SecretsPrefix))
+	}
 	if need.Sources || need.Forward {
 		set, err := source.Parse(required("SOURCES", true), c.SecretsPrefix)
 		if err != nil {

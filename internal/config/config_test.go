@@ -267,12 +267,19 @@ func TestLoadSources(t *testing.T) {
 	}
 
 	t.Run("valid with prefix", func(t *testing.T) {
-		c := mustLoad(t, env(map[string]string{"SOURCES": `[{"name":"stripe","kind":"stripe"},{"name":"shop","kind":"stripe"}]`}), allNeeds)
+		c := mustLoad(t, env(map[string]string{"SOURCES": `[{"name":"stripe","kind":"stripe"},{"name":"shop","kind":"stripe","options":{"accounts":"any"}}]`}), allNeeds)
 		if _, err := c.Sources.Lookup("shop", "acct_1"); err != nil {
 			t.Fatalf("Lookup: %v", err)
 		}
 		if got, want := c.Sources.SecretID("shop", "acct_1"), "webhook-inbox/shop/acct_1"; got != want {
 			t.Errorf("SecretID: got %q, want %q", got, want)
+		}
+	})
+
+	t.Run("a secrets prefix that is not a folder", func(t *testing.T) {
+		for _, prefix := range []string{"", "webhook-inbox"} {
+			_, err := Load(env(map[string]string{"SECRETS_PREFIX": prefix}), allNeeds)
+			wantErrMentions(t, err, "SECRETS_PREFIX")
 		}
 	})
 

@@ -30,8 +30,9 @@ import (
 // processor to start on it (DetectUnscopedFacts), and kept in the
 // table's layout item.
 
-// layoutPK is the table's layout item.
-const layoutPK = "meta#layout"
+// LayoutPK is the table's layout item: the one item that is neither an
+// event nor a part.
+const LayoutPK = "meta#layout"
 
 // layoutSample is how many items the first look at a table reads: a
 // table with no more than these, all written by this release, holds no
@@ -57,7 +58,7 @@ var _ LayoutAPI = (*dynamodb.Client)(nil)
 // starting after ingest stored the first events). On an error it returns
 // true with the error: checking twins is never wrong, only dearer.
 func DetectUnscopedFacts(ctx context.Context, api LayoutAPI, table string, now time.Time) (bool, error) {
-	key := map[string]types.AttributeValue{"pk": str(layoutPK)}
+	key := map[string]types.AttributeValue{"pk": str(LayoutPK)}
 	read := func() (bool, bool, error) {
 		out, err := api.GetItem(ctx, &dynamodb.GetItemInput{TableName: &table, Key: key, ConsistentRead: aws.Bool(true)})
 		if err != nil {
@@ -87,7 +88,7 @@ func DetectUnscopedFacts(ctx context.Context, api LayoutAPI, table string, now t
 	_, err = api.PutItem(ctx, &dynamodb.PutItemInput{
 		TableName: &table,
 		Item: map[string]types.AttributeValue{
-			"pk":             str(layoutPK),
+			"pk":             str(LayoutPK),
 			"unscoped_facts": &types.AttributeValueMemberBOOL{Value: unscoped},
 			"decided_at":     str(ts(now)),
 		},
