@@ -73,7 +73,8 @@ var (
 // TimestampHeader that the Template does not sign (a tolerance on an
 // unsigned timestamp would be theatre); not exactly one of IDHeader and
 // IDPath; both TypeHeader and TypePath; an empty segment in a path; a
-// negative Tolerance or a URL, which the scheme does not sign.
+// negative Tolerance, a Tolerance without a TimestampHeader (it would
+// check nothing), or a URL, which the scheme does not sign.
 func NewHMAC(o Options) (*HMAC, error) {
 	h := o.HMAC
 	fail := func(field, format string, args ...any) (*HMAC, error) {
@@ -81,6 +82,11 @@ func NewHMAC(o Options) (*HMAC, error) {
 	}
 	if o.Tolerance < 0 {
 		return fail("Tolerance", "negative (%s)", o.Tolerance)
+	}
+	if o.Tolerance != 0 && h.TimestampHeader == "" {
+		// Nothing would be checked: a signature from years ago would
+		// verify today, while the configuration says it would not.
+		return fail("Tolerance", "%s set, but no TimestampHeader carries a signed timestamp to apply it to", o.Tolerance)
 	}
 	if o.URL != "" {
 		return fail("URL", "the generic HMAC scheme does not sign a URL")

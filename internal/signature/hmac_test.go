@@ -355,6 +355,7 @@ func TestNewHMAC(t *testing.T) {
 		{"id path leading dot", with(func(o *HMACOptions) { o.IDPath = ".id" }), "IDPath"},
 		{"type path trailing dot", with(func(o *HMACOptions) { o.TypePath = "type." }), "TypePath"},
 		{"negative tolerance", Options{HMAC: base, Tolerance: -time.Second}, "Tolerance"},
+		{"tolerance without a timestamp", Options{HMAC: base, Tolerance: 5 * time.Minute}, "Tolerance"},
 		{"URL", Options{HMAC: base, URL: "https://example.com"}, "URL"},
 		{"zero options", Options{}, "Header"},
 	}

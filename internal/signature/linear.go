@@ -29,9 +29,15 @@ const LinearDefaultTolerance = time.Minute
 // body alone, and the replay window comes from the signed body field
 // webhookTimestamp (unix milliseconds).
 //
-// Identity: ID is the Linear-Delivery header (required); Type is the
-// Linear-Event header, else the body's type + ":" + action; Created is the
-// body's createdAt, else webhookTimestamp.
+// Identity: ID is the Linear-Delivery header (required): Linear's design
+// leaves its one delivery id outside the signature, so a captured
+// delivery could be stored again under a fresh one — within the signed
+// webhookTimestamp's window only (a minute by default). Type is the
+// signed body's type (the entity, as Linear-Event names it); the
+// Linear-Event header, unsigned, is kept as the attribute linear_event
+// and is the type only for a body without one, which then is
+// ErrInvalidPayload. Created is the body's createdAt, else
+// webhookTimestamp.
 type Linear struct {
 	tolerance time.Duration
 }
@@ -81,7 +87,7 @@ func (l *Linear) Verify(r Request, secrets [][]byte, now time.Time) error {
 
 var linearTimestampField = []string{"webhookTimestamp"}
 
-var linearFields = []string{"type", "action", "createdAt", "webhookTimestamp"}
+var linearFields = []string{"type", "createdAt", "webhookTimestamp"}
 
 // Identify implements Scheme with the rules in the type's comment.
 func (l *Linear) Identify(r Request) (Identity, error) {
@@ -89,33 +95,29 @@ func (l *Linear) Identify(r Request) (Identity, error) {
 	if !validID(id) || len(hvalues(r.Header, LinearDeliveryHeader)) != 1 {
 		return Identity{}, fmt.Errorf("%w: linear: %s missing, repeated, too long or not UTF-8", ErrInvalidPayload, LinearDeliveryHeader)
 	}
-	var f [4][]byte
+	var f [3][]byte
 	if err := jsonFields(r.Body, linearFields, f[:]); err != nil {
 		return Identity{}, fmt.Errorf("%w: linear: body is not a JSON object", ErrInvalidPayload)
 	}
-	typ := hget(r.Header, LinearEventHeader)
-	if typ == "" {
-		bodyType, ok := jsonString(f[0])
-		if !ok || bodyType == "" {
-			return Identity{}, fmt.Errorf("%w: linear: no %s header and no type in the body", ErrInvalidPayload, LinearEventHeader)
-		}
-		typ = bodyType
-		if action, ok := jsonString(f[1]); ok && action != "" {
-			typ += ":" + action
-		}
+	typ, ok := jsonString(f[0])
+	if !ok || typ == "" {
+		return Identity{}, fmt.Errorf("%w: linear: no type in the signed body", ErrInvalidPayload)
 	}
 	if !validID(typ) {
 		return Identity{}, fmt.Errorf("%w: linear: type too long or not UTF-8", ErrInvalidPayload)
 	}
 	out := Identity{ID: id, Type: typ}
-	if raw := f[2]; raw != nil && string(raw) != "null" {
+	if h := hget(r.Header, LinearEventHeader); h != "" && validID(h) {
+		out.Attributes = map[string]string{"linear_event": h}
+	}
+	if raw := f[1]; raw != nil && string(raw) != "null" {
 		s, ok := jsonString(raw)
 		c, err := time.Parse(time.RFC3339Nano, s)
 		if !ok || err != nil {
 			return Identity{}, fmt.Errorf("%w: linear: createdAt is not RFC 3339", ErrInvalidPayload)
 		}
 		out.Created = c
-	} else if ms, ok := jsonInt(f[3]); ok {
+	} else if ms, ok := jsonInt(f[2]); ok {
 		out.Created = time.UnixMilli(ms)
 	}
 	return out, nil

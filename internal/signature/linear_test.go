@@ -110,7 +110,9 @@ func TestLinearBodies(t *testing.T) {
 			if err != nil {
 				t.Fatalf("Identify: %v", err)
 			}
-			slackCheckIdentity(t, got, Identity{ID: linearDelivery, Type: b.event, Created: m.CreatedAt})
+			// The type is the signed body's; the header, unsigned, is
+			// only kept.
+			slackCheckIdentity(t, got, Identity{ID: linearDelivery, Type: m.Type, Created: m.CreatedAt, Attributes: map[string]string{"linear_event": b.event}})
 			checkValidIdentity(t, got)
 
 			r.Header.Del(LinearEventHeader)
@@ -118,7 +120,14 @@ func TestLinearBodies(t *testing.T) {
 			if err != nil {
 				t.Fatalf("Identify without %s: %v", LinearEventHeader, err)
 			}
-			slackCheckIdentity(t, got, Identity{ID: linearDelivery, Type: m.Type + ":" + m.Action, Created: m.CreatedAt})
+			slackCheckIdentity(t, got, Identity{ID: linearDelivery, Type: m.Type, Created: m.CreatedAt})
+
+			// A captured delivery with another Linear-Event is the same
+			// event type: the header chooses nothing.
+			r.Header.Set(LinearEventHeader, "Project")
+			if got, err = identifyNoPanic(t, s, r); err != nil || got.Type != m.Type {
+				t.Errorf("with Linear-Event: Project: got %+v, %v; want type %q", got, err, m.Type)
+			}
 
 			checkFlipsRejected(t, b.name, s, r, linearSecrets, testNow)
 		})
@@ -293,20 +302,24 @@ var linearIdentifyCases = []struct {
 	{name: "no event header, no type", delivery: "d1", body: `{"action":"create"}`},
 	{name: "no event header, type empty", delivery: "d1", body: `{"type":"","action":"create"}`},
 	{name: "no event header, type a number", delivery: "d1", body: `{"type":1,"action":"create"}`},
-	{name: "event header not UTF-8", delivery: "d1", event: "Iss\xffue", body: `{"type":"Issue"}`},
+	{name: "an event header but no type in the body", delivery: "d1", event: "Issue", body: `{"action":"create"}`},
 	{name: "type too long", delivery: "d1", body: `{"type":"` + strings.Repeat("T", 513) + `"}`},
 	{name: "createdAt not RFC 3339", delivery: "d1", event: "Issue", body: `{"type":"Issue","createdAt":"yesterday"}`},
 	{name: "createdAt a number", delivery: "d1", event: "Issue", body: `{"type":"Issue","createdAt":1721954399}`},
 
 	{
-		name: "event header wins", delivery: "d1", event: "Issue",
+		name: "the signed body's type wins", delivery: "d1", event: "Issue",
 		body: `{"type":"Comment","action":"create","createdAt":"2024-07-26T00:39:58.084Z"}`,
-		want: Identity{ID: "d1", Type: "Issue", Created: time.Date(2024, 7, 26, 0, 39, 58, 84_000_000, time.UTC)},
+		want: Identity{ID: "d1", Type: "Comment", Created: time.Date(2024, 7, 26, 0, 39, 58, 84_000_000, time.UTC), Attributes: map[string]string{"linear_event": "Issue"}},
 	},
 	{
-		name: "type and action from the body", delivery: "d1",
+		name: "event header not UTF-8: not kept", delivery: "d1", event: "Iss\xffue", body: `{"type":"Issue"}`,
+		want: Identity{ID: "d1", Type: "Issue"},
+	},
+	{
+		name: "type from the body", delivery: "d1",
 		body: `{"type":"Issue","action":"update","createdAt":"2024-07-26T00:39:58Z"}`,
-		want: Identity{ID: "d1", Type: "Issue:update", Created: time.Date(2024, 7, 26, 0, 39, 58, 0, time.UTC)},
+		want: Identity{ID: "d1", Type: "Issue", Created: time.Date(2024, 7, 26, 0, 39, 58, 0, time.UTC)},
 	},
 	{
 		name: "type without action", delivery: "d1",
@@ -316,12 +329,12 @@ var linearIdentifyCases = []struct {
 	{
 		name: "created falls back to webhookTimestamp", delivery: "d1",
 		body: `{"type":"Issue","action":"remove","webhookTimestamp":1721954400000}`,
-		want: Identity{ID: "d1", Type: "Issue:remove", Created: time.UnixMilli(1721954400000)},
+		want: Identity{ID: "d1", Type: "Issue", Created: time.UnixMilli(1721954400000)},
 	},
 	{
 		name: "createdAt null falls back too", delivery: "d1", event: "Issue",
-		body: `{"createdAt":null,"webhookTimestamp":1721954400000}`,
-		want: Identity{ID: "d1", Type: "Issue", Created: time.UnixMilli(1721954400000)},
+		body: `{"type":"Issue","createdAt":null,"webhookTimestamp":1721954400000}`,
+		want: Identity{ID: "d1", Type: "Issue", Created: time.UnixMilli(1721954400000), Attributes: map[string]string{"linear_event": "Issue"}},
 	},
 }
 

@@ -395,12 +395,12 @@ func twilioMAC(dst, secret, u []byte, rawQuery string, f *twilioForm) []byte {
 	return m.Sum(dst)
 }
 
-// Identify implements Scheme. The dedupe key, in order of preference:
+// Identify implements Scheme. The dedupe key is built from what the
+// signature covers — Twilio signs no timestamp, so a key read from an
+// unsigned header would let a captured request be stored again, forever,
+// under a fresh header value:
 //
-//  1. I-Twilio-Idempotency-Token, Twilio's own id of one webhook request,
-//     which its retries repeat. Like GitHub's delivery id it is a header
-//     outside the signature.
-//  2. For a form body, signed fields that together name one callback:
+//  1. For a form body, signed fields that together name one callback:
 //     MessageSid (or SmsSid) + ":" + MessageStatus (or SmsStatus), since
 //     Programmable Messaging reports each status of a message once and
 //     receives a message once; or CallSid + ":" + CallStatus + ":" +
@@ -408,11 +408,15 @@ func twilioMAC(dst, secret, u []byte, rawQuery string, f *twilioForm) []byte {
 //     MessageSid without a status (Conversations) or a CallSid without a
 //     sequence number (a Gather in the same call repeats its status) is not
 //     enough, and falls through.
-//  3. The hex SHA-256 of the signed query and of the signed content: the
+//  2. The hex SHA-256 of the signed query and of the signed content: the
 //     decoded, sorted parameters (length-prefixed), or the raw JSON body.
 //     Twilio's retries resend identical requests; hashing the decoded
 //     parameters rather than the bytes means that re-encoding a signed form
 //     ("%20" for "+", an extra "&") cannot mint a new key.
+//
+// I-Twilio-Idempotency-Token, Twilio's own id of one webhook request, is
+// outside the signature: it is kept as the attribute idempotency_token,
+// never as the key.
 //
 // Type is "message-status:" + MessageStatus for message status callbacks;
 // else EventType where the body has one (Conversations, TaskRouter); "sms"
@@ -433,10 +437,8 @@ func (s *Twilio) Identify(r Request) (Identity, error) {
 		if _, err := sc.value(0); err != nil || sc.end() != nil {
 			return Identity{}, fmt.Errorf("%w: twilio: body is not JSON", ErrInvalidPayload)
 		}
-		out := Identity{ID: token, Type: "json"}
-		if out.ID == "" {
-			out.ID = twilioContentKey(r.RawQuery, nil, r.Body)
-		}
+		out := Identity{ID: twilioContentKey(r.RawQuery, nil, r.Body), Type: "json"}
+		out.Attributes = twilioTokenAttr(nil, token)
 		return out, nil
 	}
 	sc := twilioScratchPool.Get().(*twilioScratch)
@@ -452,7 +454,7 @@ func (s *Twilio) Identify(r Request) (Identity, error) {
 	}
 	msgSid := cmp.Or(f[twilioMessageSid], f[twilioSmsSid])
 	status := cmp.Or(f[twilioMessageStatus], f[twilioSmsStatus])
-	out := Identity{ID: token, Type: "webhook"}
+	out := Identity{Type: "webhook"}
 	switch {
 	case f[twilioMessageStatus] != "":
 		out.Type = "message-status:" + f[twilioMessageStatus]
@@ -465,17 +467,15 @@ func (s *Twilio) Identify(r Request) (Identity, error) {
 	case f[twilioCallStatus] != "":
 		out.Type = "call-status:" + f[twilioCallStatus]
 	}
-	if out.ID == "" {
-		switch {
-		case msgSid != "" && status != "":
-			out.ID = msgSid + ":" + status
-		case f[twilioCallSid] != "" && f[twilioCallStatus] != "" && f[twilioSequenceNumber] != "":
-			out.ID = f[twilioCallSid] + ":" + f[twilioCallStatus] + ":" + f[twilioSequenceNumber]
-		default:
-			form.sort()
-			sc.params = form.params
-			out.ID = twilioContentKey(r.RawQuery, &form, nil)
-		}
+	switch {
+	case msgSid != "" && status != "":
+		out.ID = msgSid + ":" + status
+	case f[twilioCallSid] != "" && f[twilioCallStatus] != "" && f[twilioSequenceNumber] != "":
+		out.ID = f[twilioCallSid] + ":" + f[twilioCallStatus] + ":" + f[twilioSequenceNumber]
+	default:
+		form.sort()
+		sc.params = form.params
+		out.ID = twilioContentKey(r.RawQuery, &form, nil)
 	}
 	if len(out.ID) > MaxIdentity || len(out.Type) > MaxIdentity {
 		return Identity{}, fmt.Errorf("%w: twilio: id or type longer than %d bytes", ErrInvalidPayload, MaxIdentity)
@@ -488,7 +488,20 @@ func (s *Twilio) Identify(r Request) (Identity, error) {
 	if f[twilioAccountSid] != "" {
 		out.Attributes = map[string]string{"account_sid": f[twilioAccountSid]}
 	}
+	out.Attributes = twilioTokenAttr(out.Attributes, token)
 	return out, nil
+}
+
+// twilioTokenAttr adds the delivery's idempotency token, if any, to attrs.
+func twilioTokenAttr(attrs map[string]string, token string) map[string]string {
+	if token == "" {
+		return attrs
+	}
+	if attrs == nil {
+		attrs = map[string]string{}
+	}
+	attrs["idempotency_token"] = token
+	return attrs
 }
 
 // The form fields Identify reads, indexes into the array fields returns.
