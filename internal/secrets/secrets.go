@@ -141,9 +141,11 @@ func (s *Store) Get(ctx context.Context, id string) (source.Keys, error) {
 // while its rotation window lasts: from the current version's creation,
 // for the store's window. The caller asks only after the current keys
 // refused a signature, so an attacker's bad signatures cost at most one
-// call per secret and rotation: the answer (keys, absence) is kept until
-// the window ends or the current version changes; a failed call is retried
-// after a fifth of the TTL at the soonest. Outside a window it makes no
+// call per secret and TTL: the answer (keys, absence) is kept until the
+// window ends or the current version is read again (the TTL), when the
+// label is checked again — removing AWSPREVIOUS revokes the old secret
+// within the TTL; a failed call is retried after a fifth of the TTL at
+// the soonest. Outside a window it makes no
 // call and returns ErrNoPrevious; an error wrapping inbox.ErrUnavailable
 // when Secrets Manager cannot answer.
 func (s *Store) Previous(ctx context.Context, id string) (source.Keys, error) {
@@ -175,6 +177,13 @@ func (s *Store) Previous(ctx context.Context, id string) (source.Keys, error) {
 	stage := "AWSPREVIOUS"
 	out, err := s.api.GetSecretValue(ctx, &secretsmanager.GetSecretValueInput{SecretId: &id, VersionStage: &stage})
 	var nf *smtypes.ResourceNotFoundException
+	// The answer holds until the window ends or the current version is
+	// read again, whichever is first: the label is checked again with it,
+	// so an operator who removes AWSPREVIOUS (a leaked old secret) is
+	// obeyed by warm instances within the TTL, not a window later.
+	if cur.until.Before(end) {
+		end = cur.until
+	}
 	switch {
 	case errors.As(err, &nf):
 		p = entry{err: ErrNoPrevious, until: end, version: cur.version}

@@ -375,14 +375,14 @@ func TestPreviousDuringRotationWindow(t *testing.T) {
 	if n := api.count("AWSPREVIOUS"); n != 1 {
 		t.Errorf("%d AWSPREVIOUS calls for 50 asks, want 1", n)
 	}
-	// The current version is read again after its TTL; the same version
-	// keeps its previous without another call.
+	// The current version is read again after its TTL, and the label
+	// with it: one more call.
 	c.set(time.Now().Add(10 * time.Minute))
 	if _, err := s.Previous(ctx, id); err != nil {
 		t.Fatal(err)
 	}
-	if n := api.count("AWSPREVIOUS"); n != 1 {
-		t.Errorf("%d AWSPREVIOUS calls after the TTL, want still 1", n)
+	if n := api.count("AWSPREVIOUS"); n != 2 {
+		t.Errorf("%d AWSPREVIOUS calls after the TTL, want 2", n)
 	}
 	// After the window: no previous, and no call.
 	c.set(time.Now().Add(window + time.Minute))
@@ -391,8 +391,8 @@ func TestPreviousDuringRotationWindow(t *testing.T) {
 			t.Fatalf("after the window: got %v, want ErrNoPrevious", err)
 		}
 	}
-	if n := api.count("AWSPREVIOUS"); n != 1 {
-		t.Errorf("%d AWSPREVIOUS calls after the window, want still 1", n)
+	if n := api.count("AWSPREVIOUS"); n != 2 {
+		t.Errorf("%d AWSPREVIOUS calls after the window, want still 2", n)
 	}
 
 	// A secret never rotated has no previous: one call, remembered.
@@ -405,8 +405,8 @@ func TestPreviousDuringRotationWindow(t *testing.T) {
 			t.Fatalf("never rotated: got %v, want ErrNoPrevious", err)
 		}
 	}
-	if n := api.count("AWSPREVIOUS"); n != 2 {
-		t.Errorf("%d AWSPREVIOUS calls, want 2 (one per secret)", n)
+	if n := api.count("AWSPREVIOUS"); n != 3 {
+		t.Errorf("%d AWSPREVIOUS calls, want 3 (one more for the new secret)", n)
 	}
 	// With no window configured, never a call.
 	s3, c3 := newTestStore(api, 5*time.Minute)
@@ -414,9 +414,55 @@ func TestPreviousDuringRotationWindow(t *testing.T) {
 	if _, err := s3.Previous(ctx, id); !errors.Is(err, ErrNoPrevious) {
 		t.Errorf("no window: got %v", err)
 	}
-	if n := api.count("AWSPREVIOUS"); n != 2 {
-		t.Errorf("%d AWSPREVIOUS calls with no window, want still 2", n)
+	if n := api.count("AWSPREVIOUS"); n != 3 {
+		t.Errorf("%d AWSPREVIOUS calls with no window, want still 3", n)
 	}
+}
+
+// TestRevokePrevious: an operator who removes the AWSPREVIOUS label from a
+// leaked old version is obeyed by a warm instance once the current version
+// is read again (the TTL), not at the end of the rotation window. (Over a
+// fake: kumo has no UpdateSecretVersionStage.)
+func TestRevokePrevious(t *testing.T) {
+	var revoked atomic.Bool
+	api := &fakeAPI{respond: func(string) (*secretsmanager.GetSecretValueOutput, error) {
+		return &secretsmanager.GetSecretValueOutput{SecretString: aws.String("whsec_new"), VersionId: aws.String("v2"), CreatedDate: aws.Time(t0)}, nil
+	}}
+	stage := &stagedAPI{fakeAPI: api, previous: func() (*secretsmanager.GetSecretValueOutput, error) {
+		if revoked.Load() {
+			return nil, &smtypes.ResourceNotFoundException{}
+		}
+		return &secretsmanager.GetSecretValueOutput{SecretString: aws.String("whsec_old"), VersionId: aws.String("v1")}, nil
+	}}
+	s, c := newTestStore(stage, 5*time.Minute)
+	s.WithRotationWindow(24 * time.Hour)
+	ctx := context.Background()
+	mustGet(t, s, "id")
+	if _, err := s.Previous(ctx, "id"); err != nil {
+		t.Fatalf("previous before the revocation: %v", err)
+	}
+	revoked.Store(true)
+	c.set(t0.Add(4 * time.Minute))
+	if _, err := s.Previous(ctx, "id"); err != nil {
+		t.Errorf("within the TTL: %v, want the cached previous still", err)
+	}
+	c.set(t0.Add(6 * time.Minute))
+	if _, err := s.Previous(ctx, "id"); !errors.Is(err, ErrNoPrevious) {
+		t.Errorf("after the TTL: got %v, want ErrNoPrevious (the window runs a day)", err)
+	}
+}
+
+// stagedAPI answers AWSPREVIOUS with previous, other reads as fakeAPI.
+type stagedAPI struct {
+	*fakeAPI
+	previous func() (*secretsmanager.GetSecretValueOutput, error)
+}
+
+func (s *stagedAPI) GetSecretValue(ctx context.Context, in *secretsmanager.GetSecretValueInput, opt ...func(*secretsmanager.Options)) (*secretsmanager.GetSecretValueOutput, error) {
+	if aws.ToString(in.VersionStage) == "AWSPREVIOUS" {
+		return s.previous()
+	}
+	return s.fakeAPI.GetSecretValue(ctx, in, opt...)
 }
 
 // TestPreviousCacheFull: with more secrets inside their windows than the
