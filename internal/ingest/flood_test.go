@@ -120,3 +120,48 @@ func TestUnsignedFlood(t *testing.T) {
 		})
 	}
 }
+
+// TestEventsKeepTheirScope: ingest gives each event the scope its parts
+// will be stored in — its source's and account's, a shared one a source
+// opts into, or none for a source kept unscoped — so that the processor
+// never decides it from the handler's plan.
+func TestEventsKeepTheirScope(t *testing.T) {
+	set, err := source.Parse(`[
+		{"name":"stripe","kind":"stripe","options":{"accounts":"any"}},
+		{"name":"stripe-eu","kind":"stripe","options":{"effects_scope":"billing"}},
+		{"name":"legacy","kind":"stripe","options":{"effects_scope":"unscoped"}}]`, "wi/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	store := &memStore{events: map[string]inbox.Event{}}
+	h, err := New(Config{
+		Sources: set, IsSecretNotFound: func(error) bool { return false }, Store: store, Queue: &fakeQueue{}, MaxBodyBytes: 4096,
+		Secrets: fakeSecrets{"wi/stripe": {[]byte(testSecret)}, "wi/stripe/acct_1": {[]byte(testSecret)}, "wi/stripe-eu": {[]byte(testSecret)}, "wi/legacy": {[]byte(testSecret)}},
+		Logger:  slog.New(slog.NewJSONHandler(&bytes.Buffer{}, nil)), Now: func() time.Time { return testNow },
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := &fixture{h: h, store: store}
+	for _, tt := range []struct {
+		params   map[string]string
+		key      string
+		scope    string
+		unscoped bool
+	}{
+		{map[string]string{"source": "stripe"}, "stripe##evt_1", "stripe#", false},
+		{map[string]string{"source": "stripe", "account": "acct_1"}, "stripe#acct_1#evt_1", "stripe#acct_1", false},
+		{map[string]string{"source": "stripe-eu"}, "stripe-eu##evt_1", "billing#", false},
+		{map[string]string{"source": "legacy"}, "legacy##evt_1", "", true},
+	} {
+		req := signedRequest(invoiceBody, testSecret, testNow)
+		req.PathParameters = tt.params
+		if status, body := do(t, f, req); status != http.StatusAccepted {
+			t.Fatalf("%v: %d %v", tt.params, status, body)
+		}
+		ev := store.events[tt.key]
+		if ev.PartScope() != tt.scope || ev.Unscoped != tt.unscoped {
+			t.Errorf("%s: scope %q (unscoped %t), want %q (%t)", tt.key, ev.PartScope(), ev.Unscoped, tt.scope, tt.unscoped)
+		}
+	}
+}

@@ -424,7 +424,7 @@ func (h *Handler) store(ctx context.Context, src *source.Source, pathAccount str
 		// unfinished event outlives every message that points at it.
 		ev := inbox.Event{
 			Key: key, Kind: src.Kind, Type: id.Type, Created: id.Created, Payload: payload, Attributes: id.Attributes,
-			Headers: headers, RequestID: req.RequestID, Scope: src.Scope(key),
+			Headers: headers, RequestID: req.RequestID, Scope: src.Scope(key), Unscoped: src.Unscoped,
 			Status: inbox.StatusReceived, ReceivedAt: now, UpdatedAt: now,
 		}
 		stored, err := h.cfg.Store.Insert(ctx, ev, now)

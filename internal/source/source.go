@@ -44,7 +44,12 @@ type Source struct {
 	// EffectsScope names the key space of its events' business parts
 	// (facts, entities, outbox rows), per account: its own name unless
 	// the source opts into sharing another's (option effects_scope).
+	// Unscoped (effects_scope "unscoped", for a source without accounts
+	// only) keeps the one key space of the releases before scopes, which
+	// every unscoped source shares: an upgraded single-tenant deployment
+	// keeps its parts where they are.
 	EffectsScope string
+	Unscoped     bool
 }
 
 // Scope is the scope of the parts of an event of the source's under key k
@@ -58,6 +63,10 @@ func (s *Source) Scope(k inbox.Key) string {
 	}
 	return inbox.ScopeOf(name, k)
 }
+
+// UnscopedParts is the effects_scope that keeps a source's parts in the
+// key space of the releases before scopes (see Source.Unscoped).
+const UnscopedParts = "unscoped"
 
 // The values of a Stripe source's livemode option.
 const (
@@ -149,6 +158,9 @@ func Parse(sourcesJSON, secretsPrefix string) (*Set, error) {
 			return nil, fmt.Errorf("SOURCES[%d] %s: %w", i, c.Name, err)
 		}
 		src := &Source{Name: c.Name, Kind: c.Kind, Scheme: scheme, EffectsScope: c.Options.EffectsScope}
+		if src.EffectsScope == UnscopedParts {
+			src.EffectsScope, src.Unscoped = "", true
+		}
 		if sc := src.EffectsScope; sc != "" && !validName(sc, 64) {
 			return nil, fmt.Errorf("SOURCES[%d] %s: effects_scope %q: want 1-64 of [a-z0-9_-], the name of the key space it shares", i, c.Name, sc)
 		}
@@ -178,6 +190,9 @@ func Parse(sourcesJSON, secretsPrefix string) (*Set, error) {
 			src.Tenants = true
 		default:
 			return nil, fmt.Errorf("SOURCES[%d] %s: account_from %q: want \"payload\" or nothing", i, c.Name, c.Options.AccountFrom)
+		}
+		if src.Unscoped && !src.Accounts.None() {
+			return nil, fmt.Errorf("SOURCES[%d] %s: effects_scope %q: only for a source without accounts (one key space for several tenants is what scopes prevent)", i, c.Name, UnscopedParts)
 		}
 		s.byName[c.Name] = src
 	}

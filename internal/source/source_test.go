@@ -290,15 +290,16 @@ func TestAccounts(t *testing.T) {
 		}
 	}
 	for cfg, want := range map[string]string{
-		`[{"name":"s","kind":"stripe","options":{"accounts":"some"}}]`:          `"some": want "any"`,
-		`[{"name":"s","kind":"stripe","options":{"accounts":[]}}]`:              "an empty list",
-		`[{"name":"s","kind":"stripe","options":{"accounts":["a/b"]}}]`:         `account "a/b"`,
-		`[{"name":"s","kind":"stripe","options":{"accounts":{"pattern":"("}}}]`: "pattern: error parsing regexp",
-		`[{"name":"s","kind":"stripe","options":{"accounts":{"regexp":"a"}}}]`:  `want "any"`,
-		`[{"name":"s","kind":"stripe","options":{"accounts":7}}]`:               `want "any"`,
-		`[{"name":"s","kind":"stripe","options":{"effects_scope":"Bad#"}}]`:     "effects_scope",
-		`[{"name":"s","kind":"stripe","options":{"livemode":"prod"}}]`:          `livemode "prod": want "live"`,
-		`[{"name":"s","kind":"github","options":{"livemode":"test"}}]`:          "only Stripe events have a mode",
+		`[{"name":"s","kind":"stripe","options":{"accounts":"some"}}]`:                           `"some": want "any"`,
+		`[{"name":"s","kind":"stripe","options":{"accounts":[]}}]`:                               "an empty list",
+		`[{"name":"s","kind":"stripe","options":{"accounts":["a/b"]}}]`:                          `account "a/b"`,
+		`[{"name":"s","kind":"stripe","options":{"accounts":{"pattern":"("}}}]`:                  "pattern: error parsing regexp",
+		`[{"name":"s","kind":"stripe","options":{"accounts":{"regexp":"a"}}}]`:                   `want "any"`,
+		`[{"name":"s","kind":"stripe","options":{"accounts":7}}]`:                                `want "any"`,
+		`[{"name":"s","kind":"stripe","options":{"effects_scope":"Bad#"}}]`:                      "effects_scope",
+		`[{"name":"s","kind":"stripe","options":{"livemode":"prod"}}]`:                           `livemode "prod": want "live"`,
+		`[{"name":"s","kind":"stripe","options":{"effects_scope":"unscoped","accounts":"any"}}]`: "only for a source without accounts",
+		`[{"name":"s","kind":"github","options":{"livemode":"test"}}]`:                           "only Stripe events have a mode",
 	} {
 		if _, err := Parse(cfg, "p/"); err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("%s: got %v, want %q", cfg, err, want)
