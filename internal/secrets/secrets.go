@@ -64,6 +64,8 @@ type Store struct {
 	known  map[string]bool
 	tokens float64
 	filled time.Time
+	// inflight are the lookups being made, by id.
+	inflight map[string]*flight
 }
 
 type entry struct {
@@ -81,7 +83,7 @@ type entry struct {
 // for a fifth of it (a new secret is picked up within that time). It serves
 // no previous version; see WithRotationWindow.
 func NewStore(api API, ttl time.Duration) *Store {
-	return &Store{api: api, ttl: ttl, neg: ttl / 5, now: time.Now, cache: map[string]entry{}, prev: map[string]entry{}, known: map[string]bool{}, tokens: MissBurst}
+	return &Store{api: api, ttl: ttl, neg: ttl / 5, now: time.Now, cache: map[string]entry{}, prev: map[string]entry{}, known: map[string]bool{}, tokens: MissBurst, inflight: map[string]*flight{}}
 }
 
 // WithRotationWindow makes Previous serve a secret's AWSPREVIOUS version for
@@ -105,10 +107,43 @@ func (s *Store) Get(ctx context.Context, id string) (source.Keys, error) {
 	now := s.now()
 	s.mu.Lock()
 	e, ok := s.cache[id]
-	s.mu.Unlock()
 	if ok && now.Before(e.until) {
+		s.mu.Unlock()
 		return e.keys, e.err
 	}
+	// One lookup of an id at a time: concurrent requests for it (a burst
+	// at a cold start) share the one call, and its budget.
+	if f, busy := s.inflight[id]; busy {
+		s.mu.Unlock()
+		select {
+		case <-f.done:
+			return f.keys, f.err
+		case <-ctx.Done():
+			return source.Keys{}, awserr.Wrap("get secret "+id, ctx.Err())
+		}
+	}
+	f := &flight{done: make(chan struct{})}
+	s.inflight[id] = f
+	s.mu.Unlock()
+	f.keys, f.err = s.lookup(ctx, id, now)
+	s.mu.Lock()
+	delete(s.inflight, id)
+	s.mu.Unlock()
+	close(f.done)
+	return f.keys, f.err
+}
+
+// flight is one lookup in progress, which other callers for its id wait
+// for.
+type flight struct {
+	done chan struct{}
+	keys source.Keys
+	err  error
+}
+
+// lookup reads the secret, spending from the miss budget for an id never
+// found before; only a lookup that finds nothing keeps what it spent.
+func (s *Store) lookup(ctx context.Context, id string, now time.Time) (source.Keys, error) {
 	unknown := !s.isKnown(id)
 	if unknown && !s.spend(now) {
 		return source.Keys{}, ErrMissBudget
@@ -120,6 +155,9 @@ func (s *Store) Get(ctx context.Context, id string) (source.Keys, error) {
 		s.put(id, entry{err: ErrNotFound, until: now.Add(s.neg)})
 		return source.Keys{}, ErrNotFound
 	case err != nil:
+		if unknown {
+			s.refund()
+		}
 		return source.Keys{}, awserr.Wrap("get secret "+id, err)
 	}
 	if unknown {
@@ -132,8 +170,7 @@ func (s *Store) Get(ctx context.Context, id string) (source.Keys, error) {
 	if err != nil {
 		return source.Keys{}, fmt.Errorf("secret %s: %w", id, err)
 	}
-	e = entry{keys: keys, until: now.Add(s.ttl), version: aws.ToString(out.VersionId), created: aws.ToTime(out.CreatedDate)}
-	s.put(id, e)
+	s.put(id, entry{keys: keys, until: now.Add(s.ttl), version: aws.ToString(out.VersionId), created: aws.ToTime(out.CreatedDate)})
 	return keys, nil
 }
 
@@ -261,10 +298,17 @@ func (s *Store) isKnown(id string) bool {
 // the miss budget.
 func (s *Store) found(id string) {
 	s.mu.Lock()
-	defer s.mu.Unlock()
 	if len(s.known) < maxEntries {
 		s.known[id] = true
 	}
+	s.mu.Unlock()
+	s.refund()
+}
+
+// refund gives a lookup that found no absence back to the miss budget.
+func (s *Store) refund() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	s.tokens = min(MissBurst, s.tokens+1)
 }
 

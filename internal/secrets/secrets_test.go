@@ -532,3 +532,46 @@ func TestMissBudget(t *testing.T) {
 		t.Errorf("a new real id a second later: %v", got)
 	}
 }
+
+// TestMissBudgetSpentOnlyByMisses: a burst of concurrent first requests
+// for one real secret (a cold start) is one call and refuses none, and
+// lookups that fail for an outage give their budget back: only lookups
+// that find no secret spend it.
+func TestMissBudgetSpentOnlyByMisses(t *testing.T) {
+	var down atomic.Bool
+	release := make(chan struct{})
+	api := &fakeAPI{respond: func(id string) (*secretsmanager.GetSecretValueOutput, error) {
+		<-release
+		if down.Load() {
+			return nil, errors.New("connection reset")
+		}
+		return &secretsmanager.GetSecretValueOutput{SecretString: aws.String("whsec_" + id)}, nil
+	}}
+	s, c := newTestStore(api, 5*time.Minute)
+	var wg sync.WaitGroup
+	var refused atomic.Int64
+	for range 50 {
+		wg.Go(func() {
+			if _, err := s.Get(context.Background(), "p/s/acct_1"); err != nil {
+				refused.Add(1)
+			}
+		})
+	}
+	time.Sleep(50 * time.Millisecond) // let them all wait on the one call
+	close(release)
+	wg.Wait()
+	if n := api.calls.Load(); n != 1 || refused.Load() != 0 {
+		t.Errorf("50 concurrent first requests: %d calls, %d refused; want 1 call, none refused", n, refused.Load())
+	}
+	down.Store(true)
+	for i := range 3 * MissBurst {
+		if _, err := s.Get(context.Background(), fmt.Sprintf("p/s/acct_down_%d", i)); errors.Is(err, ErrMissBudget) {
+			t.Fatalf("lookup %d during an outage: %v; an outage spends no budget", i, err)
+		}
+	}
+	c.set(t0) // no refill
+	down.Store(false)
+	if _, err := s.Get(context.Background(), "p/s/acct_2"); err != nil {
+		t.Errorf("after the outage: %v", err)
+	}
+}
