@@ -36,6 +36,16 @@ func (b *business) insertFor(tb testing.TB, account, scope, id, typ string, payl
 	return k
 }
 
+// outcomes counts the events' outcomes.
+func (b *business) outcomes(tb testing.TB, keys ...inbox.Key) map[inbox.Outcome]int {
+	tb.Helper()
+	out := map[inbox.Outcome]int{}
+	for _, k := range keys {
+		out[b.event(tb, k).Outcome]++
+	}
+	return out
+}
+
 // tenantInvoice is an invoice.paid naming invoice in_shared and customer
 // cus_shared, whichever tenant sends it.
 func tenantInvoice(eventID, typ string, periodEnd int64) []byte {
@@ -90,12 +100,8 @@ func TestTenantCannotWriteAnothersParts(t *testing.T) {
 	if got := b.handle(t, p, sqsMessage(t, "mb", paid), sqsMessage(t, "mb2", succeeded)); len(got) != 0 {
 		t.Fatalf("B: retries %v", got)
 	}
-	outcomes := map[inbox.Outcome]int{}
-	for _, k := range []inbox.Key{paid, succeeded} {
-		outcomes[b.event(t, k).Outcome]++
-	}
-	if outcomes[inbox.OutcomeApplied] != 1 || outcomes[inbox.OutcomeDuplicateEffect] != 1 {
-		t.Errorf("B's two events for one invoice: got %v, want one applied, one duplicate_effect", outcomes)
+	if got := b.outcomes(t, paid, succeeded); got[inbox.OutcomeApplied] != 1 || got[inbox.OutcomeDuplicateEffect] != 1 {
+		t.Errorf("B's two events for one invoice: got %v, want one applied, one duplicate_effect", got)
 	}
 	if got := b.part(t, memberB)["paid_through"]; got != int64(periodEnd) {
 		t.Errorf("B's membership: paid_through %v, want %d (B's own invoice, not A's)", got, periodEnd)
@@ -123,12 +129,8 @@ func TestSharedScopeIsOneKeySpace(t *testing.T) {
 	if got := b.handle(t, p, sqsMessage(t, "m1", first), sqsMessage(t, "m2", second)); len(got) != 0 {
 		t.Fatalf("retries %v", got)
 	}
-	outcomes := map[inbox.Outcome]int{}
-	for _, k := range []inbox.Key{first, second} {
-		outcomes[b.event(t, k).Outcome]++
-	}
-	if outcomes[inbox.OutcomeApplied] != 1 || outcomes[inbox.OutcomeDuplicateEffect] != 1 {
-		t.Errorf("got %v, want one applied, one duplicate_effect", outcomes)
+	if got := b.outcomes(t, first, second); got[inbox.OutcomeApplied] != 1 || got[inbox.OutcomeDuplicateEffect] != 1 {
+		t.Errorf("got %v, want one applied, one duplicate_effect", got)
 	}
 	fact, _, _, _ := tenantParts(shared)
 	if _, err := b.s.Part(context.Background(), fact); err != nil {
