@@ -207,13 +207,16 @@ type ReplayEvent struct {
 
 // ReplayEvents are the replay function's test events, every action and
 // its common variants, naming key as the event they inspect or replay and
-// the receipt of invoiceID as the outbox row they resolve or resend.
+// the receipt of invoiceID (in key's scope) as the outbox row they
+// resolve or resend.
 // The template's shareable test events are the same (template_test
 // compares them).
 func ReplayEvents(key inbox.Key, invoiceID string) []ReplayEvent {
 	yes, no := true, false
 	k := key.String()
-	row := effects.KeyOf(effects.Fact{Kind: examples.InvoicePaidKind, Key: invoiceID}.ID(), examples.ReceiptTarget)
+	// The row's key as stored (and listed by the outbox review): in the
+	// event's scope.
+	row := effects.ScopedKey(inbox.ScopeOf(key.Source, key), effects.KeyOf(effects.Fact{Kind: examples.InvoicePaidKind, Key: invoiceID}.ID(), examples.ReceiptTarget))
 	return []ReplayEvent{
 		{EventReplayDryRun, "drain-dlq-preview", replay.Request{Action: replay.ActionDrainDLQ, DryRun: &yes, Max: 100}},
 		{EventReplayDrain, "drain-dlq", replay.Request{Action: replay.ActionDrainDLQ, DryRun: &no, Max: 100}},

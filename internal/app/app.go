@@ -78,5 +78,13 @@ func CommitStore(cfg config.Config, awsCfg aws.Config, log *slog.Logger) *claimc
 	if err != nil {
 		log.Warn("table layout unknown: every commit checks its facts' unscoped twins", "error", err.Error())
 	}
-	return withPayloads(cfg, awsCfg, inboxstore.New(db, cfg.InboxTable, cfg.Retention).WithUnscopedFacts(unscoped))
+	return withPayloads(cfg, awsCfg, inboxstore.New(db, cfg.InboxTable, cfg.Retention).WithUnscopedFacts(unscoped, scopes(cfg)))
+}
+
+// scopes are the sources' scopes, when the function has them.
+func scopes(cfg config.Config) inboxstore.Scopes {
+	if cfg.Sources == nil {
+		return nil
+	}
+	return cfg.Sources
 }

@@ -79,15 +79,34 @@ func (s *Store) Complete(ctx context.Context, ev inbox.Event, owner string, plan
 		stored[i] = effects.ScopedID(scope, id)
 	}
 	items = append(items, s.processed(ev.Key, owner, outcome, touched(stored), rows, now))
+	// The facts whose twins are checked in the transaction, in order,
+	// after the event: cancelled reads their reasons there.
+	var twinned []string
 	if s.unscopedFacts {
-		// After the event: cancelled reads the twins' reasons there.
-		mine := ev.Key.Source + "#" + ev.Key.Account + "#"
+		var refused []string
 		for _, f := range plan.Facts {
-			items = append(items, s.twinCheck(mine, scope, inbox.ScopeOf(ev.Key.Source, ev.Key), f))
+			t, ok := s.twinOf(ev, f)
+			switch {
+			case !ok:
+			case len(items) < maxTransactItems:
+				items = append(items, s.check(t))
+				twinned = append(twinned, f.ID())
+			default:
+				// No room in the transaction's 100 items (a plan of more
+				// than about 49 facts): a consistent read just before it.
+				// Only an unscoped event committing the same fact at this
+				// very moment could slip between the two.
+				rec, err := s.recorded(ctx, t)
+				if err != nil {
+					return fmt.Errorf("complete %s: %w", ev.Key, err)
+				}
+				if rec {
+					refused = append(refused, f.ID())
+				}
+			}
 		}
-		if len(items) > maxTransactItems {
-			return fmt.Errorf("complete %s: %w: %d parts and %d checks of facts written before scopes: over %d items in one transaction",
-				ev.Key, inbox.ErrInvalid, plan.Len(), len(plan.Facts), maxTransactItems)
+		if len(refused) > 0 {
+			return fmt.Errorf("complete %s: %w", ev.Key, &effects.RefusedError{Exists: refused})
 		}
 	}
 	for try := 0; ; try++ {
@@ -95,7 +114,7 @@ func (s *Store) Complete(ctx context.Context, ev inbox.Event, owner string, plan
 		if err == nil {
 			return nil
 		}
-		err = cancelled(ev.Key, plan, err)
+		err = cancelled(ev.Key, plan, twinned, err)
 		if !errors.Is(err, errConflict) || try == conflictRetries {
 			return err
 		}
@@ -327,7 +346,7 @@ var errConflict = inbox.ErrConflict
 // in the order of the transaction's items: the plan's facts, updates and
 // rows, then the event. The event's own reason is decided first: a commit
 // that is not ours any more is refused whatever its parts.
-func cancelled(k inbox.Key, plan effects.Plan, err error) error {
+func cancelled(k inbox.Key, plan effects.Plan, twinned []string, err error) error {
 	op := "complete " + k.String()
 	var tce *types.TransactionCanceledException
 	if !errors.As(err, &tce) {
@@ -351,8 +370,11 @@ func cancelled(k inbox.Key, plan effects.Plan, err error) error {
 		for i, r := range reasons {
 			if aws.ToString(r.Code) == "ValidationError" {
 				part := "the event"
-				if i < n {
+				switch {
+				case i < n:
 					part = ids[i]
+				case i > n && i-n-1 < len(twinned):
+					part = "the check of the unscoped twin of " + twinned[i-n-1]
 				}
 				return fmt.Errorf("%s: %w: %s: %s", op, inbox.ErrInvalid, part, aws.ToString(r.Message))
 			}
@@ -377,10 +399,10 @@ func cancelled(k inbox.Key, plan effects.Plan, err error) error {
 			refused.Exists = append(refused.Exists, ids[i])
 		}
 	}
-	// After the event, the checks of the facts' twins (WithUnscopedFacts),
-	// one per fact in order: a twin that exists is the fact existing.
-	for i := n + 1; i < len(reasons) && i-n-1 < len(plan.Facts); i++ {
-		if id := ids[i-n-1]; aws.ToString(reasons[i].Code) == "ConditionalCheckFailed" && !slices.Contains(refused.Exists, id) {
+	// After the event, the checks of the twins of the facts twinned
+	// (WithUnscopedFacts): a twin that counts is the fact existing.
+	for i := n + 1; i < len(reasons) && i-n-1 < len(twinned); i++ {
+		if id := twinned[i-n-1]; aws.ToString(reasons[i].Code) == "ConditionalCheckFailed" && !slices.Contains(refused.Exists, id) {
 			refused.Exists = append(refused.Exists, id)
 		}
 	}

@@ -3,6 +3,7 @@ package inboxstore
 import (
 	"context"
 	"errors"
+	"strconv"
 	"strings"
 	"time"
 
@@ -12,6 +13,7 @@ import (
 
 	"github.com/webhook-inbox/webhook-inbox/internal/awserr"
 	"github.com/webhook-inbox/webhook-inbox/internal/effects"
+	"github.com/webhook-inbox/webhook-inbox/internal/inbox"
 )
 
 // Parts had no scope in earlier releases: a fact was one item for every
@@ -127,31 +129,113 @@ func earlierRelease(it map[string]types.AttributeValue) bool {
 	return false
 }
 
+// Scopes says, for the twin checks, which scope a source gives an
+// account's parts now, and which sources share one (see
+// source.Set, which implements it from SOURCES).
+type Scopes interface {
+	// ScopeOf is the scope the parts of events of key k's source and
+	// account are stored in.
+	ScopeOf(k inbox.Key) string
+	// Members are the sources whose events of k's account are stored in
+	// scope.
+	Members(scope string, k inbox.Key) []string
+}
+
+// ownScopes is Scopes when no configuration says otherwise: each source
+// its own scope.
+type ownScopes struct{}
+
+func (ownScopes) ScopeOf(k inbox.Key) string             { return inbox.ScopeOf(k.Source, k) }
+func (ownScopes) Members(_ string, k inbox.Key) []string { return []string{k.Source} }
+
 // WithUnscopedFacts makes every commit check its facts' twins in the other
-// layout (see DetectUnscopedFacts); a table that holds no unscoped fact
+// layout (see DetectUnscopedFacts), with the sources' scopes as scopes
+// says (nil: each source its own); a table that holds no unscoped fact
 // needs none.
-func (s *Store) WithUnscopedFacts(on bool) *Store {
+func (s *Store) WithUnscopedFacts(on bool, scopes Scopes) *Store {
 	s.unscopedFacts = on
+	if scopes == nil {
+		scopes = ownScopes{}
+	}
+	s.scopes = scopes
 	return s
 }
 
-// twinCheck is the check of a fact's twin in the other layout for an
-// event of key k in scope (empty: the event is unscoped, and its twin is
-// in the event's own scope, own).
-func (s *Store) twinCheck(k string, scope, own string, f effects.Fact) types.TransactWriteItem {
-	if scope == "" {
-		return types.TransactWriteItem{ConditionCheck: &types.ConditionCheck{
-			TableName:           &s.table,
-			Key:                 map[string]types.AttributeValue{"pk": str(effects.ScopedID(own, f.ID()))},
-			ConditionExpression: aws.String("attribute_not_exists(pk)"),
-		}}
+// twin is how a fact's twin in the other layout is checked, for an event
+// ev: its ID, and the condition under which it does not count as the
+// fact already recorded.
+type twin struct {
+	id     string
+	cond   string
+	values map[string]types.AttributeValue
+	// mine are the event_key prefixes an unscoped twin counts for.
+	mine []string
+}
+
+// twinOf returns the twin of fact f for ev, false when it cannot exist (an
+// ID too long to have been stored).
+func (s *Store) twinOf(ev inbox.Event, f effects.Fact) (twin, bool) {
+	if ev.PartScope() == "" {
+		// The event is unscoped: its twin is in the scope its source
+		// gives its account now, where the source's new events write.
+		id := effects.ScopedID(s.scopes.ScopeOf(ev.Key), f.ID())
+		return twin{id: id, cond: "attribute_not_exists(pk)"}, len(id) <= effects.MaxIDBytes
 	}
-	// The unscoped fact counts only when an event of this source and
-	// account recorded it: another tenant's is not this one's.
-	return types.TransactWriteItem{ConditionCheck: &types.ConditionCheck{
-		TableName:                 &s.table,
-		Key:                       map[string]types.AttributeValue{"pk": str(f.ID())},
-		ConditionExpression:       aws.String("attribute_not_exists(pk) OR NOT begins_with(event_key, :mine)"),
-		ExpressionAttributeValues: map[string]types.AttributeValue{":mine": str(k)},
-	}}
+	// The unscoped fact counts only when an event of a source in this
+	// event's scope, and of its account, recorded it: another tenant's
+	// is not this one's.
+	members := s.scopes.Members(ev.PartScope(), ev.Key)
+	if len(members) == 0 {
+		members = []string{ev.Key.Source}
+	}
+	t := twin{id: f.ID(), values: map[string]types.AttributeValue{}}
+	var ors []string
+	for i, m := range members {
+		p := m + "#" + ev.Key.Account + "#"
+		name := ":m" + strconv.Itoa(i)
+		t.values[name] = str(p)
+		t.mine = append(t.mine, p)
+		ors = append(ors, "begins_with(event_key, "+name+")")
+	}
+	t.cond = "attribute_not_exists(pk) OR NOT (" + strings.Join(ors, " OR ") + ")"
+	return t, true
+}
+
+// check is the twin's check in a transaction.
+func (s *Store) check(t twin) types.TransactWriteItem {
+	c := &types.ConditionCheck{
+		TableName:           &s.table,
+		Key:                 map[string]types.AttributeValue{"pk": str(t.id)},
+		ConditionExpression: aws.String(t.cond),
+	}
+	if len(t.values) > 0 {
+		c.ExpressionAttributeValues = t.values
+	}
+	return types.TransactWriteItem{ConditionCheck: c}
+}
+
+// recorded reads the twin, consistently, for a fact whose check does not
+// fit in its commit's transaction: whether it counts as the fact
+// recorded.
+func (s *Store) recorded(ctx context.Context, t twin) (bool, error) {
+	out, err := s.api.GetItem(ctx, &dynamodb.GetItemInput{
+		TableName: &s.table, Key: map[string]types.AttributeValue{"pk": str(t.id)},
+		ConsistentRead: aws.Bool(true), ProjectionExpression: aws.String("pk, event_key"),
+	})
+	if err != nil {
+		return false, awserr.Wrap("read a fact's twin", err)
+	}
+	if out.Item == nil {
+		return false, nil
+	}
+	if t.mine == nil {
+		return true, nil
+	}
+	by, _ := out.Item["event_key"].(*types.AttributeValueMemberS)
+	for _, p := range t.mine {
+		if by != nil && strings.HasPrefix(by.Value, p) {
+			return true, nil
+		}
+	}
+	return false, nil
 }

@@ -3,6 +3,7 @@ package inboxstore_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
@@ -105,7 +106,7 @@ func TestFactTwins(t *testing.T) {
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			st, table := newStoreOn(t, db)
-			st.WithUnscopedFacts(tt.checks)
+			st.WithUnscopedFacts(tt.checks, nil)
 			putRaw(t, db, table, tt.recorded)
 			e := mustClaimed(t, st, "evt_twin", "w")
 			e.Unscoped = tt.unscoped
@@ -118,5 +119,80 @@ func TestFactTwins(t *testing.T) {
 				t.Errorf("got %v, want committed", err)
 			}
 		})
+	}
+}
+
+// billingScopes: sources stripe and stripe-eu share the scope billing.
+type billingScopes struct{}
+
+func (billingScopes) ScopeOf(k inbox.Key) string { return inbox.ScopeOf("billing", k) }
+func (billingScopes) Members(scope string, k inbox.Key) []string {
+	if scope == inbox.ScopeOf("billing", k) {
+		return []string{"stripe", "stripe-eu"}
+	}
+	return nil
+}
+
+// TestFactTwinsSharedScope: with sources sharing a scope, a fact one of
+// them recorded unscoped counts for the other's scoped events, and an
+// unscoped event's twin is in the scope its source gives it now.
+func TestFactTwinsSharedScope(t *testing.T) {
+	ctx := context.Background()
+	db := dynamodb.NewFromConfig(mustDynamo(t).SafeConfig())
+	plan := effects.Plan{Facts: []effects.Fact{{Kind: "invoice_paid", Key: "in_shared"}}}
+	shared := inbox.ScopeOf("billing", inbox.Key{Account: "acct_1"})
+	for _, tt := range []struct {
+		name     string
+		recorded map[string]types.AttributeValue
+		unscoped bool
+	}{
+		{"the other member's unscoped fact", map[string]types.AttributeValue{"pk": s(plan.Facts[0].ID()), "event_key": s("stripe-eu#acct_1#evt_old")}, false},
+		{"the shared scope's fact, for an unscoped event", map[string]types.AttributeValue{"pk": s(effects.ScopedID(shared, plan.Facts[0].ID())), "event_key": s("stripe-eu#acct_1#evt_new")}, true},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			st, table := newStoreOn(t, db)
+			st.WithUnscopedFacts(true, billingScopes{})
+			putRaw(t, db, table, tt.recorded)
+			e := mustClaimed(t, st, "evt_shared", "w")
+			e.Scope, e.Unscoped = shared, tt.unscoped
+			err := st.Complete(ctx, e, "w", plan, inbox.OutcomeApplied, t0.Add(time.Second))
+			var refused *effects.RefusedError
+			if !errors.As(err, &refused) || len(refused.Exists) != 1 {
+				t.Errorf("got %v, want the fact refused as existing", err)
+			}
+		})
+	}
+}
+
+// TestFactTwinsOverTheTransaction: a plan whose facts and their twins'
+// checks would pass TransactWriteItems' 100 items commits all the same
+// (the checks that do not fit are consistent reads before it), and a
+// fact among those whose unscoped twin exists is refused.
+func TestFactTwinsOverTheTransaction(t *testing.T) {
+	ctx := context.Background()
+	db := dynamodb.NewFromConfig(mustDynamo(t).SafeConfig())
+	var plan effects.Plan
+	for i := range effects.MaxParts {
+		plan.Facts = append(plan.Facts, effects.Fact{Kind: "push_commit", Key: fmt.Sprintf("o/r@%040d", i)})
+	}
+	st, table := newStoreOn(t, db)
+	st.WithUnscopedFacts(true, nil)
+	e := mustClaimed(t, st, "evt_big", "w")
+	if err := st.Complete(ctx, e, "w", plan, inbox.OutcomeApplied, t0.Add(time.Second)); err != nil {
+		t.Fatalf("99 facts with their twins checked: %v", err)
+	}
+	// Another 99 new facts, the last (whose check cannot fit) recorded
+	// unscoped by an earlier event of the tenant.
+	for i := range plan.Facts {
+		plan.Facts[i].Key += "-again"
+	}
+	plan.Facts[len(plan.Facts)-1].Key = "o/r@legacy"
+	last := plan.Facts[len(plan.Facts)-1].ID()
+	putRaw(t, db, table, map[string]types.AttributeValue{"pk": s(last), "event_key": s("stripe#acct_1#evt_old")})
+	e = mustClaimed(t, st, "evt_big_2", "w")
+	err := st.Complete(ctx, e, "w", plan, inbox.OutcomeApplied, t0.Add(time.Second))
+	var refused *effects.RefusedError
+	if !errors.As(err, &refused) || len(refused.Exists) != 1 || refused.Exists[0] != last {
+		t.Errorf("got %v, want %s refused as existing (its unscoped twin, read)", err, last)
 	}
 }

@@ -81,6 +81,7 @@ type Store struct {
 	// unscopedFacts: the table may hold facts of an earlier release,
 	// without a scope (see WithUnscopedFacts).
 	unscopedFacts bool
+	scopes        Scopes
 	// sleep waits between retries of a conflicting transaction.
 	sleep func(context.Context, time.Duration) error
 }

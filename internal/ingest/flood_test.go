@@ -165,3 +165,26 @@ func TestEventsKeepTheirScope(t *testing.T) {
 		}
 	}
 }
+
+// TestTenantNamedOnAnotherPath: on a per-tenant source with listed
+// accounts, an unsigned delivery posted to one account's path naming
+// another is answered as a bad signature whether the other is listed or
+// not: the answer lists no accounts.
+func TestTenantNamedOnAnotherPath(t *testing.T) {
+	f := newFixture(t)
+	set, err := source.Parse(`[{"name":"stripe","kind":"stripe","options":{"account_from":"payload","accounts":["acct_A","acct_B"]}}]`, "wi/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.h.cfg.Sources = set
+	answers := map[string]bool{}
+	for _, named := range []string{"acct_B", "acct_zzz"} {
+		req := signedRequest(fmt.Sprintf(`{"id":"evt_x","object":"event","account":%q,"type":"invoice.paid"}`, named), "whsec_nobody", testNow)
+		req.PathParameters = map[string]string{"source": "stripe", "account": "acct_A"}
+		status, body := do(t, f, req)
+		answers[fmt.Sprint(status, body["error"])] = true
+	}
+	if len(answers) != 1 || !answers["401invalid signature"] {
+		t.Errorf("answers %v, want one: 401 invalid signature", answers)
+	}
+}

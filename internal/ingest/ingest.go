@@ -248,16 +248,17 @@ func (h *Handler) handle(ctx context.Context, req apigw.Request, now time.Time) 
 		// A per-tenant source: the delivery's own (unverified) account
 		// chooses the secret, and only that secret's verification makes
 		// it the event's account. On a path with an account, the
-		// delivery must name that one or none.
+		// delivery must name that one or none. Both refusals come before
+		// anything is verified, so they are the bad signature's answer:
+		// another, for a served account named, would list the accounts.
 		if tenant, ok := src.Tenant(sreq); ok {
 			switch {
+			case account != "" && tenant != account:
+				return rejected(fmt.Errorf("path account %q, delivery account %q", account, tenant))
 			case !src.Serves(tenant):
 				return rejected(fmt.Errorf("%w: %q named by the delivery", source.ErrNoAccount, tenant))
-			case account == "":
-				account = tenant
-			case tenant != account:
-				return fail(http.StatusBadRequest, outcomeInvalid, "account does not match the endpoint", fmt.Errorf("path account %q, delivery account %q", account, tenant))
 			}
+			account = tenant
 		}
 	}
 	secretID := h.cfg.Sources.SecretID(src.Name, account)

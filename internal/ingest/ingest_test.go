@@ -796,8 +796,8 @@ func TestPerTenantSource(t *testing.T) {
 	f = newTenantFixture(t)
 	onPath := signedRequest(body("evt_e", "acct_B"), "whsec_A", testNow)
 	onPath.PathParameters = map[string]string{"source": "stripe", "account": "acct_A"}
-	if status, resp := do(t, f, onPath); status != http.StatusBadRequest || len(f.store.events) != 0 {
-		t.Errorf("path acct_A, body acct_B: got %d %v, stored %d; want 400 and nothing", status, resp, len(f.store.events))
+	if status, resp := do(t, f, onPath); status != http.StatusUnauthorized || resp["error"] != "invalid signature" || len(f.store.events) != 0 {
+		t.Errorf("path acct_A, body acct_B: got %d %v, stored %d; want 401 as for a bad signature, and nothing", status, resp, len(f.store.events))
 	}
 	// No account named: the source's own secret.
 	f = newTenantFixture(t)

@@ -117,6 +117,11 @@ func (s *Store) Get(ctx context.Context, id string) (source.Keys, error) {
 		s.mu.Unlock()
 		select {
 		case <-f.done:
+			if f.cut && ctx.Err() == nil {
+				// The lookup was cut short by its own caller's
+				// context, not this one's: look again.
+				return s.Get(ctx, id)
+			}
 			return f.keys, f.err
 		case <-ctx.Done():
 			return source.Keys{}, awserr.Wrap("get secret "+id, ctx.Err())
@@ -125,11 +130,18 @@ func (s *Store) Get(ctx context.Context, id string) (source.Keys, error) {
 	f := &flight{done: make(chan struct{})}
 	s.inflight[id] = f
 	s.mu.Unlock()
+	defer func() {
+		// Whatever happens to the lookup (a panic too), its waiters are
+		// let go and the next caller looks again.
+		s.mu.Lock()
+		delete(s.inflight, id)
+		s.mu.Unlock()
+		f.cut = f.cut || ctx.Err() != nil
+		close(f.done)
+	}()
+	f.cut = true // until the lookup returns
 	f.keys, f.err = s.lookup(ctx, id, now)
-	s.mu.Lock()
-	delete(s.inflight, id)
-	s.mu.Unlock()
-	close(f.done)
+	f.cut = false
 	return f.keys, f.err
 }
 
@@ -139,6 +151,9 @@ type flight struct {
 	done chan struct{}
 	keys source.Keys
 	err  error
+	// cut says the lookup did not finish for its own caller's reasons
+	// (its context ended, or it panicked): a waiter looks again.
+	cut bool
 }
 
 // lookup reads the secret, spending from the miss budget for an id never

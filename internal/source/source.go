@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"time"
 
@@ -286,6 +287,30 @@ func (s *Set) SecretID(name, account string) string {
 		return s.prefix + name
 	}
 	return s.prefix + name + "/" + account
+}
+
+// ScopeOf is the scope the parts of events of key k are stored in, by
+// the source's configuration now: its Scope, or the source's own for a
+// source not configured (any more). For an unscoped source it is the
+// scope of its own name, where no part of its is ever written.
+func (s *Set) ScopeOf(k inbox.Key) string {
+	if src, ok := s.byName[k.Source]; ok {
+		return src.Scope(k)
+	}
+	return inbox.ScopeOf(k.Source, k)
+}
+
+// Members lists the sources whose events of k's account are stored in
+// scope: those whose effects scope it is.
+func (s *Set) Members(scope string, k inbox.Key) []string {
+	var out []string
+	for n, src := range s.byName {
+		if !src.Unscoped && src.Scope(inbox.Key{Source: n, Account: k.Account}) == scope {
+			out = append(out, n)
+		}
+	}
+	slices.Sort(out)
+	return out
 }
 
 // Livemodes maps each Stripe source's name to its Livemode.

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/webhook-inbox/webhook-inbox/internal/inbox"
 	"github.com/webhook-inbox/webhook-inbox/internal/signature"
 )
 
@@ -313,5 +314,20 @@ func TestLivemode(t *testing.T) {
 	set := mustParse(t, `[{"name":"live","kind":"stripe"},{"name":"test","kind":"stripe","options":{"livemode":"test"}},{"name":"both","kind":"stripe","options":{"livemode":"any"}},{"name":"gh","kind":"github"}]`, "p/")
 	if got, want := set.Livemodes(), map[string]string{"live": "live", "test": "test", "both": "any"}; !maps.Equal(got, want) {
 		t.Errorf("got %v, want %v", got, want)
+	}
+}
+
+// TestScopes: a source's scope is its own name, or the one it shares,
+// account by account; the members of a scope are the sources in it.
+func TestScopes(t *testing.T) {
+	set := mustParse(t, `[{"name":"stripe","kind":"stripe","options":{"accounts":"any"}},{"name":"stripe-eu","kind":"stripe","options":{"accounts":"any","effects_scope":"stripe"}},{"name":"old","kind":"stripe","options":{"effects_scope":"unscoped"}},{"name":"gh","kind":"github"}]`, "p/")
+	k := func(src string) inbox.Key { return inbox.Key{Source: src, Account: "acct_1", EventID: "e"} }
+	for src, want := range map[string]string{"stripe": "stripe#acct_1", "stripe-eu": "stripe#acct_1", "gh": "gh#acct_1", "gone": "gone#acct_1"} {
+		if got := set.ScopeOf(k(src)); got != want {
+			t.Errorf("ScopeOf(%s): got %q, want %q", src, got, want)
+		}
+	}
+	if got := set.Members("stripe#acct_1", k("stripe")); !slices.Equal(got, []string{"stripe", "stripe-eu"}) {
+		t.Errorf("Members: got %v", got)
 	}
 }
