@@ -171,7 +171,7 @@ torture-load: local-aws dynoxide-if-any ## The torture run as a load benchmark: 
 	$(GO) run ./infra/torture -load $(TORTURE_FLAGS)
 
 .PHONY: model
-model: ## Model-check the protocol (model/inbox.pml) with spin: safety exhaustively, then liveness under weak fairness (about 8 min).
+model: ## Model-check the protocol (model/inbox.pml) with spin: safety exhaustively, then liveness under weak fairness (about 8 min); then facts across the upgrade to scopes (model/twins.pml).
 	@command -v spin >/dev/null || { echo "spin not found: apt-get install spin"; exit 1; }
 	@rm -rf .build/model && mkdir -p .build/model && cp model/inbox.pml .build/model/
 	cd .build/model && spin -a inbox.pml >/dev/null && cc -O2 -DSAFETY -DNOCLAIM -DCOLLAPSE -o safety pan.c
@@ -180,6 +180,13 @@ model: ## Model-check the protocol (model/inbox.pml) with spin: safety exhaustiv
 	cd .build/model && cc -O2 -DCOLLAPSE -DNFAIR=8 -o liveness pan.c
 	cd .build/model && ./liveness -a -f -m200000 > liveness.txt; grep -E 'errors:|states, stored|acceptance cycle' liveness.txt
 	@grep -q 'errors: 0$$' .build/model/liveness.txt || { echo "model: liveness FAILED (trail: .build/model/inbox.pml.trail)"; exit 1; }
+	@# Facts across the upgrade to scopes (model/twins.pml): the twin checks
+	@# keep each tenant's fact once, and without them the property fails.
+	@mkdir -p .build/model/twins .build/model/notwins && cp model/twins.pml .build/model/twins/ && cp model/twins.pml .build/model/notwins/
+	cd .build/model/twins && spin -a twins.pml >/dev/null && cc -O2 -DSAFETY -o pan pan.c && ./pan > safety.txt; grep -E 'errors:|states, stored|assertion violated' safety.txt
+	@grep -q 'errors: 0$$' .build/model/twins/safety.txt || { echo "model: twins FAILED (trail: .build/model/twins/twins.pml.trail)"; exit 1; }
+	cd .build/model/notwins && spin -DNOTWINS -a twins.pml >/dev/null && cc -O2 -DSAFETY -o pan pan.c && ./pan > safety.txt; grep -E 'errors:|assertion violated' safety.txt
+	@grep -q 'errors: [1-9]' .build/model/notwins/safety.txt || { echo "model: twins without their checks did not fail: the property proves nothing"; exit 1; }
 	@echo "model: ok"
 
 .PHONY: fuzz

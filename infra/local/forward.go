@@ -138,10 +138,17 @@ func DrainForwarded(ctx context.Context, q *sqs.Client, url string) ([]Forwarded
 	var all []Forwarded
 	seen := map[string]bool{}
 	for {
-		for empty := 0; empty < 2; {
+		for empty, failed := 0, 0; empty < 2; {
 			batch, err := receiveForwarded(ctx, q, url, 1, drainVisibility)
 			if err != nil {
-				return all, err
+				// A receive whose answer was cut (kumo once ended a 200
+				// mid-body): its messages come back after drainVisibility
+				// and are counted once, so it is tried again, a few times.
+				if failed++; failed > 3 || ctx.Err() != nil {
+					return all, err
+				}
+				time.Sleep(200 * time.Millisecond)
+				continue
 			}
 			if len(batch) == 0 {
 				empty++
