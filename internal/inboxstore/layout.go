@@ -23,10 +23,12 @@ import (
 // unscoped facts has a second way to write one fact twice: an event
 // stored since (scoped) carrying a fact an unscoped event recorded, or
 // the reverse. While the table may hold them, every commit checks each
-// fact's twin in the other layout, in the same transaction (see
-// twinCheck): a scoped event's fact is refused when its unscoped twin was
-// recorded by an event of the same source and account; an unscoped
-// event's fact when its twin in the event's own scope exists.
+// fact's twin in the other layout, in the same transaction (see twinOf;
+// model/twins.pml): a scoped event's fact is refused when its unscoped
+// twin was recorded by an event of the same account and of a source of
+// its scope; an unscoped event's fact when its twin exists in the scope
+// its source gives it now. A check that does not fit in the transaction
+// is a consistent read just before it (recorded).
 //
 // Whether the table may hold them is decided once, by the first
 // processor to start on it (DetectUnscopedFacts), and kept in the
