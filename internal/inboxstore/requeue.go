@@ -111,7 +111,12 @@ func (s *Store) Requeue(ctx context.Context, k inbox.Key, now time.Time, force b
 				return ev, "", fmt.Errorf("requeue %s: %w", k, inbox.ErrOutboxPending)
 			}
 			did = Rerun
-			in.UpdateExpression = aws.String("SET #status = :failed, updated_at = :now, sweep_shard = :shard, due_ms = :nowms, revived_attempts = if_not_exists(attempts, :zero), previous_outcome = outcome, reruns = if_not_exists(reruns, :zero) + :one REMOVE expires_at, outcome")
+			// A new outbox generation: the re-run's commit may add rows
+			// to the settled outbox, and a delivery pass of the first
+			// run that settles late (a slow one, an SDK retry of its
+			// settle) must not settle those with it (SettleOutbox is
+			// fenced by the generation).
+			in.UpdateExpression = aws.String("SET #status = :failed, updated_at = :now, sweep_shard = :shard, due_ms = :nowms, revived_attempts = if_not_exists(attempts, :zero), previous_outcome = outcome, reruns = if_not_exists(reruns, :zero) + :one, outbox_gen = if_not_exists(outbox_gen, :zero) + :one REMOVE expires_at, outcome")
 			in.ConditionExpression = aws.String("#status = :processed AND (attribute_not_exists(outbox) OR outbox <> :pending) AND " + fresh)
 			v[":failed"], v[":processed"], v[":pending"] = str(string(inbox.StatusFailed)), str(string(inbox.StatusProcessed)), str(outboxPending)
 			v[":shard"], v[":zero"], v[":one"] = str(shard(k)), num(0), num(1)

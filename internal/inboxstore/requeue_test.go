@@ -408,3 +408,61 @@ func TestRerunKeepsFirstRunsParts(t *testing.T) {
 		}
 	}
 }
+
+// TestRerunFencesTheFirstRunsSettle: a delivery pass of the first run
+// that read the outbox generation before a forced re-run, and settles
+// after the re-run's commit added a pending row (a slow pass, an SDK retry
+// of its settle), settles nothing: the re-run moved the generation, so
+// the new row stays pending and the event in the sweep's index.
+func TestRerunFencesTheFirstRunsSettle(t *testing.T) {
+	s := mustStore(t)
+	ctx := context.Background()
+	first := effects.Plan{Outbound: []effects.Outbound{{Target: "receipt", Key: "gen_1", Body: json.RawMessage(`{}`)}}}
+	e, err := commitPlan(t, s, "evt_rerun_gen", first)
+	if err != nil {
+		t.Fatal(err)
+	}
+	at := t0.Add(time.Minute)
+	read := mustGet(t, s, e.Key, at).OutboxGen // the slow pass reads it
+	if _, err := s.ClaimRow(ctx, skey("gen_1"), "w", at, at.Add(time.Minute)); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.FinishRow(ctx, skey("gen_1"), "w", outbox.Result{State: outbox.Delivered}, at); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.SettleOutbox(ctx, e.Key, read, true, time.Time{}, at); err != nil {
+		t.Fatal(err)
+	}
+	if _, did, err := s.Requeue(ctx, e.Key, at, true); err != nil || did != inboxstore.Rerun {
+		t.Fatalf("requeue: %q %v", did, err)
+	}
+	claimed := mustClaim(t, s, e.Key, "w2", at, at.Add(time.Minute))
+	if claimed.OutboxGen == read {
+		t.Errorf("the re-run left the outbox generation at %d", read)
+	}
+	second := effects.Plan{Outbound: []effects.Outbound{{Target: "receipt", Key: "gen_2", Body: json.RawMessage(`{}`)}}}
+	if err := s.Complete(ctx, claimed, "w2", second, inbox.OutcomeApplied, at); err != nil {
+		t.Fatal(err)
+	}
+	// The first run's pass settles again, late, with what it read.
+	if err := s.SettleOutbox(ctx, e.Key, read, true, time.Time{}, at.Add(time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	ev := mustGet(t, s, e.Key, at.Add(time.Second))
+	if !ev.OutboxPending || !ev.ExpiresAt.IsZero() {
+		t.Errorf("after the stale settle: pending %t, expires %v; want the re-run's row still pending, no expiry", ev.OutboxPending, ev.ExpiresAt)
+	}
+	// The re-run's own pass, with the generation it claimed, settles.
+	if _, err := s.ClaimRow(ctx, skey("gen_2"), "w2", at, at.Add(time.Minute)); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.FinishRow(ctx, skey("gen_2"), "w2", outbox.Result{State: outbox.Delivered}, at); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.SettleOutbox(ctx, e.Key, claimed.OutboxGen, true, time.Time{}, at.Add(2*time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	if ev := mustGet(t, s, e.Key, at.Add(2*time.Second)); ev.OutboxPending {
+		t.Error("the re-run's own pass did not settle it")
+	}
+}
