@@ -108,7 +108,9 @@ func (f Fact) ID() string { return FactPrefix + f.Kind + "#" + f.Key }
 // Update changes one entity, created on its first update. Its guard —
 // Order, Transition, or both — decides whether it is newer than the state
 // it finds; an update the guard refuses is stale and changes nothing.
-// An update needs at least one of Set, Add and Transition.
+// An update needs at least one of Set, Add and Transition, and an Order
+// or an After: those make it apply once (a Transition alone does not —
+// its state may always be entered again).
 type Update struct {
 	// Entity names the kind of entity, e.g. "membership".
 	Entity string
@@ -372,6 +374,14 @@ func (v *validator) update(what string, u Update) {
 	v.part(what, "update", u.ID(), u.Entity, u.Key)
 	if len(u.Set) == 0 && len(u.Add) == 0 && u.Transition == nil {
 		v.fail("%s: nothing to change (no Set, Add or Transition)", what)
+	}
+	if u.Order == nil && u.After == "" {
+		// A transition alone allows its state to be entered again (and
+		// from states after it): a second commit of the plan — a forced
+		// re-run, another event with the same update — would apply it
+		// again (an Add twice) or move the entity back. An order applies
+		// once (strictly after), a fact once ever.
+		v.fail("%s: neither ordered (Order) nor tied to a fact (After): it could be applied again", what)
 	}
 	if n := len(u.Set) + len(u.Add); n > MaxAttributes {
 		v.fail("%s: %d attributes, over %d in one update", what, n, MaxAttributes)

@@ -60,9 +60,14 @@ func TestMachineInto(t *testing.T) {
 
 func TestPlanValidate(t *testing.T) {
 	f := fact("invoice_paid", "in_1")
+	// upd fills in an entity and, unless the case is about them, an
+	// order: every update needs an Order or an After.
 	upd := func(u Update) Update {
 		if u.Entity == "" {
 			u.Entity, u.Key = "membership", "cus_1"
+		}
+		if u.Order == nil && u.After == "" {
+			u.Order = &Order{Seq: 1}
 		}
 		return u
 	}
@@ -135,6 +140,11 @@ func TestPlanValidate(t *testing.T) {
 		{"update after a fact of the plan", Plan{Facts: []Fact{f}, Updates: []Update{upd(Update{Set: set, After: f.ID()})}}, ""},
 		{"update after a fact not in the plan", Plan{Updates: []Update{upd(Update{Set: set, After: f.ID()})}}, "not a fact of this plan"},
 		{"update after an update", Plan{Updates: []Update{upd(Update{Set: set}), {Entity: "other", Key: "1", Set: set, After: "entity#membership#cus_1"}}}, "not a fact of this plan"},
+		// An update must apply once: ordered, or tied to a fact.
+		{"update neither ordered nor after a fact", Plan{Updates: []Update{{Entity: "membership", Key: "cus_1", Set: set}}}, "neither ordered"},
+		{"add with a self-loop transition alone", Plan{Updates: []Update{{Entity: "counter", Key: "c", Add: map[string]any{"activations": 1}, Transition: Machine{"active": nil}.Into("state", "active")}}}, "neither ordered"},
+		{"add after a fact", Plan{Facts: []Fact{f}, Updates: []Update{{Entity: "ledger", Key: "cus_1", Add: map[string]any{"n": 1}, After: f.ID()}}}, ""},
+		{"transition with an order", Plan{Updates: []Update{{Entity: "sub", Key: "s", Transition: Machine{"active": nil}.Into("status", "active"), Order: &Order{Seq: 2}}}}, ""},
 
 		{"outbound row", Plan{Outbound: []Outbound{row(Outbound{})}}, ""},
 		{"outbound row of http", Plan{Outbound: []Outbound{row(Outbound{Action: ActionHTTP})}}, ""},

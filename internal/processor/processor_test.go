@@ -915,7 +915,7 @@ func TestOutboxAfterCommit(t *testing.T) {
 			complete:  refuseOnce(&effects.RefusedError{Exists: []string{inv.ID(), audit.ID()}, Stale: []string{member.ID()}}),
 			wantDelay: -1, wantOutcome: "duplicate_effect"},
 		{name: "a stale update alone: stale, its row not delivered", receives: 1, claim: claimed,
-			plan:      &effects.Plan{Updates: []effects.Update{{Entity: "subscription", Key: "sub_1", Set: map[string]any{"a": 1}}}, Outbound: []effects.Outbound{{Target: "notice", Key: "n", Body: []byte(`{}`), Of: "entity#subscription#sub_1"}}},
+			plan:      &effects.Plan{Updates: []effects.Update{{Entity: "subscription", Key: "sub_1", Set: map[string]any{"a": 1}, Order: &effects.Order{Seq: 1}}}, Outbound: []effects.Outbound{{Target: "notice", Key: "n", Body: []byte(`{}`), Of: "entity#subscription#sub_1"}}},
 			complete:  refuseOnce(&effects.RefusedError{Stale: []string{"entity#subscription#sub_1"}}),
 			wantDelay: -1, wantOutcome: "stale"},
 		{name: "everything a duplicate: duplicate_effect", receives: 1, claim: claimed,
