@@ -235,8 +235,15 @@ type Event struct {
 	// DueAt is when the event, if still unfinished, is overdue: its
 	// receipt, the end of its lease, or the time its message was due back
 	// after a failure. The sweep re-enqueues events overdue by more than
-	// its threshold. Zero once the event is processed or dead.
+	// its threshold, and moves DueAt on when it does. Zero once the event
+	// is processed or dead.
 	DueAt time.Time
+	// RetryAt is when a failed event may be claimed again: its backoff's
+	// end. The sweep never moves it (its DueAt is the sweep's own clock),
+	// so a swept message is never turned away for the sweep's sake. Zero
+	// for an event that may be claimed at once, and for one that failed
+	// before the attribute existed (NotBefore then reads DueAt).
+	RetryAt time.Time
 	// DeadBy is the id of the queue message whose processing made the event
 	// dead; that message, and only it, is the one copied to the DLQ.
 	DeadBy string
@@ -274,6 +281,15 @@ func (e Event) PartScope() string {
 		return e.Scope
 	}
 	return ScopeOf(e.Key.Source, e.Key)
+}
+
+// NotBefore is when a failed event may be claimed again: RetryAt, or
+// DueAt for an event that failed before RetryAt was kept.
+func (e Event) NotBefore() time.Time {
+	if !e.RetryAt.IsZero() {
+		return e.RetryAt
+	}
+	return e.DueAt
 }
 
 // PayloadRef names a payload kept outside the event's item (a claim

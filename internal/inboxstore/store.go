@@ -144,9 +144,12 @@ type item struct {
 	LeaseUntil  int64   `dynamodbav:"lease_until,omitempty"`
 	// SweepShard and ReceivedMs are the unfinished index's keys: the shard
 	// is present only while the event is unfinished.
-	SweepShard string   `dynamodbav:"sweep_shard,omitempty"`
-	ReceivedMs int64    `dynamodbav:"received_ms,omitempty"`
-	DueMs      int64    `dynamodbav:"due_ms,omitempty"`
+	SweepShard string `dynamodbav:"sweep_shard,omitempty"`
+	ReceivedMs int64  `dynamodbav:"received_ms,omitempty"`
+	DueMs      int64  `dynamodbav:"due_ms,omitempty"`
+	// RetryMs is a failed event's RetryAt, the claim's "not before";
+	// DueMs is the sweep's clock.
+	RetryMs    int64    `dynamodbav:"retry_ms,omitempty"`
 	DeadBy     string   `dynamodbav:"dead_by,omitempty"`
 	Touched    []string `dynamodbav:"touched,omitempty"`
 	OutboxRows []string `dynamodbav:"outbox_rows,omitempty"`
@@ -262,6 +265,9 @@ func toItem(e inbox.Event) item {
 	if !e.DueAt.IsZero() {
 		it.DueMs = e.DueAt.UnixMilli()
 	}
+	if !e.RetryAt.IsZero() {
+		it.RetryMs = e.RetryAt.UnixMilli()
+	}
 	if !e.ExpiresAt.IsZero() {
 		it.ExpiresAt = e.ExpiresAt.Unix()
 	}
@@ -292,6 +298,9 @@ func (it item) event() inbox.Event {
 	}
 	if it.DueMs != 0 {
 		e.DueAt = time.UnixMilli(it.DueMs)
+	}
+	if it.RetryMs != 0 {
+		e.RetryAt = time.UnixMilli(it.RetryMs)
 	}
 	if it.ExpiresAt != 0 {
 		e.ExpiresAt = time.Unix(it.ExpiresAt, 0)
@@ -414,8 +423,8 @@ func refused(op string, k inbox.Key, old map[string]types.AttributeValue, now ti
 		return ev, fmt.Errorf("%s %s: %w", op, k, inbox.ErrAlreadyProcessed)
 	case ev.Status == inbox.StatusDead:
 		return ev, fmt.Errorf("%s %s: %w", op, k, inbox.ErrDead)
-	case ev.Status == inbox.StatusFailed && ev.DueAt.After(now.Add(DueSlack)):
-		return ev, fmt.Errorf("%s %s: due at %s: %w", op, k, ts(ev.DueAt), inbox.ErrNotDue)
+	case ev.Status == inbox.StatusFailed && ev.NotBefore().After(now.Add(DueSlack)):
+		return ev, fmt.Errorf("%s %s: due at %s: %w", op, k, ts(ev.NotBefore()), inbox.ErrNotDue)
 	}
 	return ev, fmt.Errorf("%s %s: held by %s until %s: %w", op, k, ev.LeaseOwner, ts(ev.LeaseUntil), inbox.ErrClaimed)
 }
@@ -434,11 +443,14 @@ func (s *Store) Claim(ctx context.Context, k inbox.Key, owner string, now, lease
 	out, err := s.api.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 		TableName:        &s.table,
 		Key:              map[string]types.AttributeValue{"pk": str(pk(k))},
-		UpdateExpression: aws.String("SET #status = :processing, lease_owner = :owner, lease_until = :until, due_ms = :until, attempts = if_not_exists(attempts, :zero) + :one, updated_at = :now"),
+		UpdateExpression: aws.String("SET #status = :processing, lease_owner = :owner, lease_until = :until, due_ms = :until, attempts = if_not_exists(attempts, :zero) + :one, updated_at = :now REMOVE retry_ms"),
+		// A failed event's "not before" is retry_ms, which the sweep
+		// never moves; an event that failed before retry_ms was kept
+		// has its due_ms instead.
 		ConditionExpression: aws.String("attribute_exists(pk) AND " +
 			"(attribute_not_exists(expires_at) OR expires_at >= :nows) AND " +
 			"(#status = :received OR " +
-			"(#status = :failed AND (attribute_not_exists(due_ms) OR due_ms <= :duems)) OR " +
+			"(#status = :failed AND (retry_ms <= :duems OR (attribute_not_exists(retry_ms) AND (attribute_not_exists(due_ms) OR due_ms <= :duems)))) OR " +
 			"(#status = :processing AND lease_until < :nowms))"),
 		ExpressionAttributeNames: map[string]string{"#status": "status"},
 		ExpressionAttributeValues: map[string]types.AttributeValue{
@@ -514,14 +526,14 @@ func (s *Store) Fail(ctx context.Context, k inbox.Key, f inbox.Failure, now time
 		if due.IsZero() {
 			due = now
 		}
-		update = "SET #status = :status, last_error = :cause, updated_at = :now, due_ms = :due REMOVE lease_owner, lease_until"
+		update = "SET #status = :status, last_error = :cause, updated_at = :now, due_ms = :due, retry_ms = :due REMOVE lease_owner, lease_until"
 		values[":due"] = num(due.UnixMilli())
 		if f.Refund {
-			update = "SET #status = :status, last_error = :cause, updated_at = :now, due_ms = :due, attempts = attempts - :one REMOVE lease_owner, lease_until"
+			update = "SET #status = :status, last_error = :cause, updated_at = :now, due_ms = :due, retry_ms = :due, attempts = attempts - :one REMOVE lease_owner, lease_until"
 			values[":one"] = num(1)
 		}
 	case inbox.StatusDead:
-		update = "SET #status = :status, last_error = :cause, updated_at = :now, dead_by = :by, expires_at = :expires, sweep_shard = :dead REMOVE lease_owner, lease_until, due_ms"
+		update = "SET #status = :status, last_error = :cause, updated_at = :now, dead_by = :by, expires_at = :expires, sweep_shard = :dead REMOVE lease_owner, lease_until, due_ms, retry_ms"
 		values[":by"] = str(f.MessageID)
 		values[":dead"] = str(deadShard(k))
 		values[":expires"] = num(now.Add(max(s.retention, DeadRetention)).Unix())
@@ -665,7 +677,9 @@ func pending(av map[string]types.AttributeValue) (Pending, error) {
 // Reschedule moves an unfinished event's due time from was to due, only
 // if nothing touched it since the sweep read it; it reports whether it
 // did. The sweep reschedules before it re-enqueues, so two sweeps never
-// both send the same event.
+// both send the same event. The due time is the sweep's clock only: a
+// failed event's claim waits for its RetryAt, which this leaves as it is,
+// so the message the sweep sends is claimed at once.
 func (s *Store) Reschedule(ctx context.Context, k inbox.Key, was, due time.Time) (bool, error) {
 	_, err := s.api.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 		TableName:           &s.table,

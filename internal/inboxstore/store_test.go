@@ -95,7 +95,7 @@ func newEvent(id string, payload []byte) inbox.Event {
 
 // utc puts every time of e in UTC so events compare with reflect.DeepEqual.
 func utc(e inbox.Event) inbox.Event {
-	for _, t := range []*time.Time{&e.Created, &e.ReceivedAt, &e.UpdatedAt, &e.ProcessedAt, &e.ExpiresAt, &e.LeaseUntil, &e.DueAt} {
+	for _, t := range []*time.Time{&e.Created, &e.ReceivedAt, &e.UpdatedAt, &e.ProcessedAt, &e.ExpiresAt, &e.LeaseUntil, &e.DueAt, &e.RetryAt} {
 		if !t.IsZero() {
 			*t = t.UTC()
 		}
@@ -614,6 +614,7 @@ func TestFail(t *testing.T) {
 		want.LeaseOwner = ""
 		want.LeaseUntil = time.Time{}
 		want.DueAt = retryAt.Truncate(time.Millisecond)
+		want.RetryAt = retryAt.Truncate(time.Millisecond)
 		if !reflect.DeepEqual(utc(got), utc(want)) {
 			t.Errorf("returned %+v, want %+v", utc(got), utc(want))
 		}

@@ -3,6 +3,7 @@ package processor_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
 	"slices"
@@ -17,6 +18,7 @@ import (
 	"github.com/webhook-inbox/webhook-inbox/internal/obs"
 	"github.com/webhook-inbox/webhook-inbox/internal/obs/emftest"
 	"github.com/webhook-inbox/webhook-inbox/internal/outbox"
+	"github.com/webhook-inbox/webhook-inbox/internal/processor"
 	"github.com/webhook-inbox/webhook-inbox/internal/replay"
 )
 
@@ -295,5 +297,39 @@ func TestMetricsInLogLines(t *testing.T) {
 	}
 	if sweeps != 1 {
 		t.Errorf("%d sweep lines", sweeps)
+	}
+}
+
+// TestSweptFailedEventIsClaimed: a failed event whose message was lost is
+// swept; the sweep moves its own clock (an hour on, for an old event) and
+// sends a message, which claims the event at once — its backoff ended long
+// ago — and it is processed. (The sweep's clock was once the claim's "not
+// before" too: the swept message was turned away until it ran out of
+// receives, and the event was stranded.)
+func TestSweptFailedEventIsClaimed(t *testing.T) {
+	b := newBusiness(t)
+	k := b.insert(t, "stripe", "evt_swept", "invoice.paid", time.Unix(1764500000, 0), invoiceEvent("evt_swept", "invoice.paid", "in_swept", periodEnd))
+	failing := processor.Routes{"stripe": {"invoice.paid": func(context.Context, inbox.Event) (effects.Plan, error) {
+		return effects.Plan{}, errors.New("upstream down")
+	}}}
+	if got := b.handle(t, b.processor(t, nil, failing), sqsMessage(t, "m1", k)); len(got) != 1 {
+		t.Fatalf("first try: retries %v, want the message back", got)
+	}
+	if ev := b.event(t, k); ev.Status != inbox.StatusFailed || ev.RetryAt.IsZero() {
+		t.Fatalf("after the failure: %s, retry at %v", ev.Status, ev.RetryAt)
+	}
+	// Its message is lost; two hours on, the sweep finds it.
+	b.clock.advance(2 * time.Hour)
+	sent := &recordingQueue{}
+	no := false
+	if sum := b.run(t, b.replayer(sent), replay.Request{Action: replay.ActionSweep, DryRun: &no}); sum.Moved != 1 {
+		t.Fatalf("sweep: %+v, want it moved", sum)
+	}
+	if ev := b.event(t, k); !ev.DueAt.After(b.clock.now().Add(30 * time.Minute)) {
+		t.Fatalf("the sweep's clock: due %v, want it moved on", ev.DueAt)
+	}
+	b.deliver(t, sent)
+	if ev := b.event(t, k); ev.Status != inbox.StatusProcessed || ev.Outcome != inbox.OutcomeApplied {
+		t.Errorf("after the swept message: %s/%s, want processed/applied", ev.Status, ev.Outcome)
 	}
 }
