@@ -7,6 +7,9 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
 	"os"
 	"strings"
 	"sync/atomic"
@@ -19,6 +22,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	s3types "github.com/aws/aws-sdk-go-v2/service/s3/types"
 
+	"github.com/webhook-inbox/webhook-inbox/infra/local"
 	"github.com/webhook-inbox/webhook-inbox/internal/awstest"
 	"github.com/webhook-inbox/webhook-inbox/internal/claimcheck"
 	"github.com/webhook-inbox/webhook-inbox/internal/effects"
@@ -439,5 +443,46 @@ func TestCrashBetweenObjectAndItem(t *testing.T) {
 	claimed, err := f.store.Claim(ctx, ev.Key, "w1", time.Now(), time.Now().Add(time.Minute))
 	if err != nil || !bytes.Equal(claimed.Payload, payload) {
 		t.Fatalf("claim: %d bytes, %v; want the payload", len(claimed.Payload), err)
+	}
+}
+
+// TestMissingObjectWithoutListBucket: where a role lacks s3:ListBucket,
+// S3 answers a missing object with 403, not 404 (the local router's
+// WithoutListBucket answers so). The claim cannot tell the object is
+// lost and fails as any transient failure; the event's death must still
+// be written — a death needs no payload — or the event would never
+// finish.
+func TestMissingObjectWithoutListBucket(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	ev := event("lost_403", largePayload(t, 64<<10))
+	if _, err := f.store.Insert(ctx, ev, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	stored, err := f.store.Get(ctx, ev.Key, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.s3.DeleteObject(ctx, &s3.DeleteObjectInput{Bucket: &f.bucket, Key: &stored.PayloadRef.Object}); err != nil {
+		t.Fatal(err)
+	}
+	// The same emulator, behind S3's answers to a role without ListBucket.
+	target, err := url.Parse(moto.Get(t).Endpoint)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(local.WithoutListBucket(httputil.NewSingleHostReverseProxy(target)))
+	t.Cleanup(srv.Close)
+	denied := (&awstest.Server{Endpoint: srv.URL}).NoRetryConfig()
+	store := claimcheck.New(inboxstore.New(f.db, f.table, retention), claimcheck.NewObjects(s3.NewFromConfig(denied, func(o *s3.Options) { o.UsePathStyle = true }), f.bucket))
+
+	now := time.Now().Add(later)
+	_, err = store.Claim(ctx, ev.Key, "w1", now, now.Add(time.Minute))
+	if err == nil || errors.Is(err, claimcheck.ErrLost) {
+		t.Fatalf("claim: %v, want a failure that is not ErrLost (S3 said 403)", err)
+	}
+	dead, err := store.Fail(ctx, ev.Key, inbox.Failure{Owner: "w1", Status: inbox.StatusDead, Cause: err.Error(), MessageID: "m1"}, now)
+	if err != nil || dead.Status != inbox.StatusDead {
+		t.Fatalf("death: %+v, %v; want it written though the renewal fails", dead, err)
 	}
 }

@@ -111,12 +111,16 @@ func (s *Store) Complete(ctx context.Context, ev inbox.Event, owner string, plan
 }
 
 // Fail records a failure as inboxstore.Store.Fail does; a death (which
-// sets the event's expiry) first renews the event's object.
+// sets the event's expiry) first renews the event's object. A death needs
+// no payload: when the renewal fails (S3 down, or answering 403 for a
+// missing object to a role without s3:ListBucket) the event dies all the
+// same, its expiry counted from now — an event that could not die would
+// never finish. Should it be revived after its object expired, its claim
+// finds the payload lost and it dies again, for that reason.
 func (s *Store) Fail(ctx context.Context, k inbox.Key, f inbox.Failure, now time.Time) (inbox.Event, error) {
 	if f.Status == inbox.StatusDead {
-		var err error
-		if now, err = s.renew(ctx, k, now); err != nil {
-			return inbox.Event{}, fmt.Errorf("fail %s: %w", k, err)
+		if renewed, err := s.renew(ctx, k, now); err == nil {
+			now = renewed
 		}
 	}
 	return s.Store.Fail(ctx, k, f, now)

@@ -342,14 +342,14 @@ func TestTemplateRoleActions(t *testing.T) {
 			"dynamodb:GetItem", "dynamodb:UpdateItem", "dynamodb:PutItem", "dynamodb:TransactWriteItems",
 			// The table's layout, decided once (inboxstore.DetectUnscopedFacts).
 			"dynamodb:Scan",
-			"s3:GetObject", "s3:PutObject",
+			"s3:GetObject", "s3:PutObject", "s3:ListBucket",
 			"sqs:ReceiveMessage", "sqs:DeleteMessage", "sqs:GetQueueAttributes", "sqs:ChangeMessageVisibility", "sqs:SendMessage",
 			// Forwarding (with ForwardBus other than none).
 			"events:PutEvents",
 		}, logs...),
 		"ReplayFunction": append([]string{
 			"dynamodb:GetItem", "dynamodb:UpdateItem", "dynamodb:Query", "dynamodb:TransactWriteItems",
-			"s3:GetObject", "s3:PutObject",
+			"s3:GetObject", "s3:PutObject", "s3:ListBucket",
 			"sqs:ReceiveMessage", "sqs:DeleteMessage", "sqs:ChangeMessageVisibility", "sqs:GetQueueAttributes", "sqs:SendMessage",
 		}, logs...),
 	}
