@@ -28,18 +28,22 @@ import (
 	"github.com/webhook-inbox/webhook-inbox/internal/effects"
 	"github.com/webhook-inbox/webhook-inbox/internal/inbox"
 	"github.com/webhook-inbox/webhook-inbox/internal/inboxstore"
+	"github.com/webhook-inbox/webhook-inbox/internal/outbox"
 )
 
-// One moto serves S3 and DynamoDB for the package; every test has its own
-// bucket and table.
+// The local AWS serves S3, and the DynamoDB emulator the table, as in the
+// local stack (kumo's own DynamoDB drops list_append on an absent list);
+// every test has its own bucket and table.
 var (
-	moto awstest.Shared
-	n    atomic.Int64
+	moto   awstest.Shared
+	dynamo awstest.SharedDynamoDB
+	n      atomic.Int64
 )
 
 func TestMain(m *testing.M) {
 	code := m.Run()
 	moto.Stop()
+	dynamo.Stop()
 	os.Exit(code)
 }
 
@@ -62,7 +66,7 @@ func newFixture(tb testing.TB) *fixture {
 	cfg := moto.Get(tb).SerialConfig()
 	f := &fixture{
 		s3:     s3.NewFromConfig(cfg, func(o *s3.Options) { o.UsePathStyle = true }),
-		db:     dynamodb.NewFromConfig(cfg),
+		db:     dynamodb.NewFromConfig(dynamo.Get(tb).SafeConfig()),
 		bucket: fmt.Sprintf("payloads-%d", n.Add(1)),
 		table:  fmt.Sprintf("inbox-%d", n.Add(1)),
 	}
@@ -484,5 +488,82 @@ func TestMissingObjectWithoutListBucket(t *testing.T) {
 	dead, err := store.Fail(ctx, ev.Key, inbox.Failure{Owner: "w1", Status: inbox.StatusDead, Cause: err.Error(), MessageID: "m1"}, now)
 	if err != nil || dead.Status != inbox.StatusDead {
 		t.Fatalf("death: %+v, %v; want it written though the renewal fails", dead, err)
+	}
+}
+
+// TestLateCommitRecordsNow: a commit counts its event's expiry from no
+// later than its object's last write, and nothing else: processed_at and
+// the outbox's due time are the commit's own time, or a late commit
+// would look overdue to the sweep at once (and be sent again while its
+// worker still delivers it).
+func TestLateCommitRecordsNow(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	written := time.Now()
+	for _, rows := range []bool{false, true} {
+		ev := event(fmt.Sprintf("late_%t", rows), largePayload(t, 64<<10))
+		if _, err := f.store.Insert(ctx, ev, written); err != nil {
+			t.Fatal(err)
+		}
+		now := written.Add(40 * time.Minute) // within RenewAfter: no renewal
+		claimed, err := f.store.Claim(ctx, ev.Key, "w", now, now.Add(time.Minute))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var plan effects.Plan
+		if rows {
+			plan.Outbound = []effects.Outbound{{Target: "receipt", Key: "late", Body: []byte(`{}`)}}
+		}
+		if err := f.store.Complete(ctx, claimed, "w", plan, inbox.OutcomeApplied, now); err != nil {
+			t.Fatal(err)
+		}
+		got, err := f.store.Get(ctx, ev.Key, now)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !got.ProcessedAt.Equal(now) {
+			t.Errorf("rows %t: processed_at %v, want the commit's time %v", rows, got.ProcessedAt, now)
+		}
+		if rows && got.DueAt.Before(now.Truncate(time.Millisecond)) {
+			t.Errorf("outbox due at %v, before the commit (%v): overdue at once", got.DueAt, now)
+		}
+		if !rows {
+			f.checkKept(t, got)
+		}
+	}
+}
+
+// TestResendRenews: resending a row brings its event back to deliver it,
+// so the event's object is renewed if old, as a revival renews it.
+func TestResendRenews(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	ev := event("resent", largePayload(t, 64<<10))
+	if _, err := f.store.Insert(ctx, ev, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now().Add(later)
+	claimed, err := f.store.Claim(ctx, ev.Key, "w", now, now.Add(time.Minute))
+	if err != nil {
+		t.Fatal(err)
+	}
+	plan := effects.Plan{Outbound: []effects.Outbound{{Target: "receipt", Key: "resend_me", Body: []byte(`{}`)}}}
+	if err := f.store.Complete(ctx, claimed, "w", plan, inbox.OutcomeApplied, now); err != nil {
+		t.Fatal(err)
+	}
+	key := effects.ScopedKey(claimed.PartScope(), "resend_me")
+	if _, err := f.store.ClaimRow(ctx, key, "w", now, now.Add(time.Minute)); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.store.FinishRow(ctx, key, "w", outbox.Result{State: outbox.Unknown, Cause: "timeout"}, now); err != nil {
+		t.Fatal(err)
+	}
+	c := &copies{Client: f.s3}
+	other := claimcheck.New(inboxstore.New(f.db, f.table, retention), claimcheck.NewObjects(c, f.bucket))
+	if _, err := other.ResendRow(ctx, key, now.Add(later)); err != nil {
+		t.Fatal(err)
+	}
+	if c.copied.Load() != 1 {
+		t.Errorf("%d copies of the object on a resend two days on, want 1 (renewed)", c.copied.Load())
 	}
 }

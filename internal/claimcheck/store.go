@@ -10,6 +10,7 @@ import (
 	"github.com/webhook-inbox/webhook-inbox/internal/effects"
 	"github.com/webhook-inbox/webhook-inbox/internal/inbox"
 	"github.com/webhook-inbox/webhook-inbox/internal/inboxstore"
+	"github.com/webhook-inbox/webhook-inbox/internal/outbox"
 )
 
 // Store is the inbox with its large payloads in S3: every method of
@@ -99,15 +100,31 @@ func (s *Store) Claim(ctx context.Context, k inbox.Key, owner string, now, lease
 
 // Complete commits as inboxstore.Store.Complete does, after making sure
 // of the event's object (fresh), with the event's expiry counted from no
-// later than the object's last write.
+// later than the object's last write — its expiry only: the times the
+// commit records (processed_at, the parts', the outbox's due time) are
+// now, or a late commit would look overdue to the sweep at once.
 func (s *Store) Complete(ctx context.Context, ev inbox.Event, owner string, plan effects.Plan, outcome inbox.Outcome, now time.Time) error {
+	expiresFrom := now
 	if ev.PayloadRef != nil {
 		var err error
-		if now, err = s.fresh(ctx, ev.Key, *ev.PayloadRef, now); err != nil {
+		if expiresFrom, err = s.fresh(ctx, ev.Key, *ev.PayloadRef, now); err != nil {
 			return fmt.Errorf("complete %s: %w", ev.Key, err)
 		}
 	}
-	return s.Store.Complete(ctx, ev, owner, plan, outcome, now)
+	return s.Store.CompleteExpiring(ctx, ev, owner, plan, outcome, now, expiresFrom)
+}
+
+// ResendRow resends a row as inboxstore.Store.ResendRow does, after
+// renewing its event's object: the resend brings the event back, and its
+// delivery (a forwarding row carries the payload) must find the object.
+func (s *Store) ResendRow(ctx context.Context, key string, now time.Time) (outbox.Row, error) {
+	row, err := s.Store.Row(ctx, key)
+	if err == nil {
+		if _, err := s.renew(ctx, row.Event, now); err != nil {
+			return outbox.Row{}, fmt.Errorf("resend %s: %w", key, err)
+		}
+	}
+	return s.Store.ResendRow(ctx, key, now)
 }
 
 // Fail records a failure as inboxstore.Store.Fail does; a death (which

@@ -52,6 +52,14 @@ const maxTransactItems = 100
 // conflicts with concurrent transactions are retried a few times and then
 // wrap inbox.ErrUnavailable like any outage.
 func (s *Store) Complete(ctx context.Context, ev inbox.Event, owner string, plan effects.Plan, outcome inbox.Outcome, now time.Time) error {
+	return s.CompleteExpiring(ctx, ev, owner, plan, outcome, now, now)
+}
+
+// CompleteExpiring is Complete with the event's expiry, if it finishes
+// now (no outbox rows), counted from expiresFrom rather than now: the
+// claim check counts it from its payload object's last write, so that the
+// item never outlives the object. Every time the commit records is now.
+func (s *Store) CompleteExpiring(ctx context.Context, ev inbox.Event, owner string, plan effects.Plan, outcome inbox.Outcome, now, expiresFrom time.Time) error {
 	scope := ev.PartScope()
 	items := make([]types.TransactWriteItem, 0, plan.Len()+1)
 	for _, f := range plan.Facts {
@@ -78,7 +86,7 @@ func (s *Store) Complete(ctx context.Context, ev inbox.Event, owner string, plan
 	for i, id := range ids {
 		stored[i] = effects.ScopedID(scope, id)
 	}
-	items = append(items, s.processed(ev.Key, owner, outcome, touched(stored), rows, now))
+	items = append(items, s.processed(ev.Key, owner, outcome, touched(stored), rows, now, expiresFrom))
 	// The facts whose twins are checked in the transaction, in order,
 	// after the event: cancelled reads their reasons there.
 	var twinned []string
@@ -281,14 +289,14 @@ func (s *Store) putRow(k inbox.Key, scope string, o effects.Outbound, now time.T
 }
 
 // processed is the event's own part of the commit.
-func (s *Store) processed(k inbox.Key, owner string, outcome inbox.Outcome, touched, rows []string, now time.Time) types.TransactWriteItem {
+func (s *Store) processed(k inbox.Key, owner string, outcome inbox.Outcome, touched, rows []string, now, expiresFrom time.Time) types.TransactWriteItem {
 	values := map[string]types.AttributeValue{
 		":processed":  str(string(inbox.StatusProcessed)),
 		":processing": str(string(inbox.StatusProcessing)),
 		":outcome":    str(string(outcome)),
 		":owner":      str(owner),
 		":now":        str(ts(now)),
-		":expires":    num(now.Add(s.retention).Unix()),
+		":expires":    num(expiresFrom.Add(s.retention).Unix()),
 	}
 	expr := "SET #status = :processed, outcome = :outcome, processed_at = :now, updated_at = :now"
 	if len(rows) == 0 {
