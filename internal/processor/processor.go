@@ -532,7 +532,9 @@ func (p *Processor) record(work, book context.Context, inv invocation, j *job) r
 // plan runs the event's handler, adds the rows forwarding it (FORWARD),
 // and checks the plan. A handler that panics fails permanently: a panic is
 // a bug that retrying repeats. A handler's failure forwards nothing: the
-// event is forwarded when it commits.
+// event is forwarded when it commits. The outcome speaks of the handler's
+// parts only (business effects): an event forwarded and nothing else is
+// ignored, its forwarding reported on its own (see forwardRows).
 func (p *Processor) plan(ctx context.Context, ev inbox.Event) (plan effects.Plan, outcome inbox.Outcome, err error) {
 	if h := p.cfg.Routes.lookup(ev.Kind, ev.Type); h != nil {
 		if plan, err = p.handle(ctx, h, ev); err != nil {
@@ -549,11 +551,27 @@ func (p *Processor) plan(ctx context.Context, ev inbox.Event) (plan effects.Plan
 	if err := plan.ValidateIn(ev.PartScope()); err != nil {
 		return effects.Plan{}, "", effects.Permanent(fmt.Errorf("invalid plan: %w", err))
 	}
-	if plan.Len() == 0 {
+	if business(plan) == 0 {
 		return plan, inbox.OutcomeIgnored, nil
 	}
 	return plan, inbox.OutcomeApplied, nil
 }
+
+// forwardRows counts the plan's forwarding rows (FORWARD's: the only
+// EventBridge rows; handlers' calls are HTTP).
+func forwardRows(plan effects.Plan) int {
+	n := 0
+	for _, o := range plan.Outbound {
+		if o.Action == effects.ActionEventBridge {
+			n++
+		}
+	}
+	return n
+}
+
+// business counts the plan's parts that are business effects: all but
+// its forwarding rows.
+func business(plan effects.Plan) int { return plan.Len() - forwardRows(plan) }
 
 // handle runs a handler, a panic made a permanent failure.
 func (p *Processor) handle(ctx context.Context, h effects.Handler, ev inbox.Event) (plan effects.Plan, err error) {
@@ -568,8 +586,10 @@ func (p *Processor) handle(ctx context.Context, h effects.Handler, ev inbox.Even
 // commit writes the plan and marks the event processed. Parts the store
 // refuses — facts and rows written already, stale updates — are dropped
 // with the parts that belong to them, and the commit retried with the
-// rest: the outcome is applied when some part is left, else stale when an
-// update was refused, else duplicate_effect.
+// rest: the outcome is applied when some business part is left (a
+// forwarding row is none), else stale when an update was refused, else
+// duplicate_effect; an event with no business part to begin with stays
+// ignored.
 func (p *Processor) commit(ctx context.Context, ev inbox.Event, owner string, plan effects.Plan, outcome inbox.Outcome) (inbox.Outcome, effects.Plan, error) {
 	stale := false
 	for range plan.Len() + 1 {
@@ -587,7 +607,7 @@ func (p *Processor) commit(ctx context.Context, ev inbox.Event, owner string, pl
 				plan, _ = plan.Drop(id)
 			}
 		}
-		if plan.Len() == 0 {
+		if business(plan) == 0 && outcome != inbox.OutcomeIgnored {
 			outcome = inbox.OutcomeDuplicateEffect
 			if stale {
 				outcome = inbox.OutcomeStale

@@ -1022,8 +1022,11 @@ func TestProcessedAtTheDeadlineIsNotRedriven(t *testing.T) {
 
 // TestForwarding: an event FORWARD takes commits one forwarding row per
 // matching route beside its handler's parts; a type no route matches
-// forwards nothing; a type with no handler is still forwarded (applied);
-// a handler's failure commits and forwards nothing.
+// forwards nothing; a type with no handler is still forwarded, and
+// ignored (outcomes speak of business effects; forwarding is none); an
+// event whose business parts exist already is a duplicate_effect though
+// its forwarding rows are new; a handler's failure commits and forwards
+// nothing.
 func TestForwarding(t *testing.T) {
 	routes, err := forward.Parse(`[
 		{"source": "stripe", "types": ["invoice.*"], "bus": "billing"},
@@ -1041,8 +1044,8 @@ func TestForwarding(t *testing.T) {
 		wantOutcome inbox.Outcome
 	}{
 		{"handled and forwarded", "invoice.paid", handlerOf(planOf("a"), nil), 1, "eventbridge:stripe:billing eventbridge:stripe:all", inbox.OutcomeApplied},
-		{"forwarded by one route", "customer.created", nil, 0, "eventbridge:stripe:all", inbox.OutcomeApplied},
-		{"handler with nothing to do, forwarded", "invoice.paid", handlerOf(effects.Plan{}, nil), 0, "eventbridge:stripe:billing eventbridge:stripe:all", inbox.OutcomeApplied},
+		{"forwarded by one route", "customer.created", nil, 0, "eventbridge:stripe:all", inbox.OutcomeIgnored},
+		{"handler with nothing to do, forwarded", "invoice.paid", handlerOf(effects.Plan{}, nil), 0, "eventbridge:stripe:billing eventbridge:stripe:all", inbox.OutcomeIgnored},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var got effects.Plan
@@ -1075,6 +1078,32 @@ func TestForwarding(t *testing.T) {
 			}
 		})
 	}
+	t.Run("a duplicate fact, forwarded all the same", func(t *testing.T) {
+		var outcome inbox.Outcome
+		var rows int
+		store := &fakeStore{
+			claim: func(k inbox.Key, _ string) (inbox.Event, error) {
+				return inbox.Event{Key: k, Kind: "stripe", Type: "invoice.paid", Status: inbox.StatusProcessing}, nil
+			},
+			complete: func(p effects.Plan, o inbox.Outcome) error {
+				if len(p.Facts) > 0 {
+					return &effects.RefusedError{Exists: []string{p.Facts[0].ID()}}
+				}
+				outcome, rows = o, len(p.Outbound)
+				return nil
+			},
+		}
+		h := newHarness(t, store, nil, func(c *Config) {
+			c.Forward = routes
+			c.Routes = Routes{"stripe": {"invoice.paid": handlerOf(planOf("a"), nil)}}
+		})
+		if _, err := h.p.Handle(context.Background(), events.SQSEvent{Records: []events.SQSMessage{message(t, "m1", 1)}}); err != nil {
+			t.Fatal(err)
+		}
+		if outcome != inbox.OutcomeDuplicateEffect || rows != 2 {
+			t.Errorf("got %s with %d rows, want duplicate_effect with its 2 forwarding rows", outcome, rows)
+		}
+	})
 	t.Run("not matched", func(t *testing.T) {
 		var got effects.Plan
 		store := &fakeStore{
