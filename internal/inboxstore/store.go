@@ -529,8 +529,14 @@ func (s *Store) Fail(ctx context.Context, k inbox.Key, f inbox.Failure, now time
 		update = "SET #status = :status, last_error = :cause, updated_at = :now, due_ms = :due, retry_ms = :due REMOVE lease_owner, lease_until"
 		values[":due"] = num(due.UnixMilli())
 		if f.Refund {
-			update = "SET #status = :status, last_error = :cause, updated_at = :now, due_ms = :due, retry_ms = :due, attempts = attempts - :one REMOVE lease_owner, lease_until"
-			values[":one"] = num(1)
+			// Only the attempt this owner's claim counted, once: while it
+			// holds the lease. A claim that never landed counted nothing,
+			// and an SDK retry of a refund whose answer was lost finds the
+			// lease gone; either is recorded without a refund.
+			ev, err := s.refund(ctx, k, values)
+			if !errors.Is(err, errNoRefund) {
+				return ev, err
+			}
 		}
 	case inbox.StatusDead:
 		update = "SET #status = :status, last_error = :cause, updated_at = :now, dead_by = :by, expires_at = :expires, sweep_shard = :dead REMOVE lease_owner, lease_until, due_ms, retry_ms"
@@ -556,6 +562,36 @@ func (s *Store) Fail(ctx context.Context, k inbox.Key, f inbox.Failure, now time
 	switch {
 	case errors.As(err, &ccf):
 		return refused("fail", k, ccf.Item, now)
+	case err != nil:
+		return inbox.Event{}, awserr.Wrap("fail "+k.String(), err)
+	}
+	return decode(out.Attributes)
+}
+
+// errNoRefund: the refund's condition (this owner's live lease) did not
+// hold; the failure is recorded without it.
+var errNoRefund = errors.New("no attempt of this owner's to refund")
+
+// refund records a failure that gives back the attempt of the owner in
+// values, if the owner still holds the event's lease.
+func (s *Store) refund(ctx context.Context, k inbox.Key, values map[string]types.AttributeValue) (inbox.Event, error) {
+	v := map[string]types.AttributeValue{":one": num(1), ":zero": num(0)}
+	for _, name := range []string{":status", ":cause", ":now", ":due", ":nows", ":processing", ":owner"} {
+		v[name] = values[name]
+	}
+	out, err := s.api.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName:                 &s.table,
+		Key:                       map[string]types.AttributeValue{"pk": str(pk(k))},
+		UpdateExpression:          aws.String("SET #status = :status, last_error = :cause, updated_at = :now, due_ms = :due, retry_ms = :due, attempts = attempts - :one REMOVE lease_owner, lease_until"),
+		ConditionExpression:       aws.String("attribute_exists(pk) AND (attribute_not_exists(expires_at) OR expires_at >= :nows) AND #status = :processing AND lease_owner = :owner AND attempts > :zero"),
+		ExpressionAttributeNames:  map[string]string{"#status": "status"},
+		ExpressionAttributeValues: v,
+		ReturnValues:              types.ReturnValueAllNew,
+	})
+	var ccf *types.ConditionalCheckFailedException
+	switch {
+	case errors.As(err, &ccf):
+		return inbox.Event{}, errNoRefund
 	case err != nil:
 		return inbox.Event{}, awserr.Wrap("fail "+k.String(), err)
 	}

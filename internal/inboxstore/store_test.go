@@ -398,6 +398,28 @@ func TestClaim(t *testing.T) {
 		}
 	})
 
+	t.Run("a refund is made once, and only for a claim that landed", func(t *testing.T) {
+		e := mustClaimed(t, s, "evt_refund_twice", "worker-a")
+		f := inbox.Failure{Owner: "worker-a", Status: inbox.StatusFailed, Cause: "cut off", Refund: true}
+		for range 2 { // the SDK's retry of a write whose answer was lost
+			if _, err := s.Fail(ctx, e.Key, f, t0); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if got := mustGet(t, s, e.Key, t0); got.Attempts != 0 || got.Status != inbox.StatusFailed {
+			t.Errorf("refunded twice: attempts %d status %s, want 0 failed", got.Attempts, got.Status)
+		}
+		// A claim by worker-b that never landed (cut off before it): its
+		// refund has nothing to give back.
+		f.Owner = "worker-b"
+		if _, err := s.Fail(ctx, e.Key, f, t0); err != nil {
+			t.Fatal(err)
+		}
+		if got := mustGet(t, s, e.Key, t0); got.Attempts != 0 {
+			t.Errorf("a refund with no claim: attempts %d, want 0 (never below the claims made)", got.Attempts)
+		}
+	})
+
 	t.Run("dead is final", func(t *testing.T) {
 		e := mustClaimed(t, s, "evt_dead", "worker-a")
 		if _, err := s.Fail(ctx, e.Key, inbox.Failure{Owner: "worker-a", Status: inbox.StatusDead, Cause: "boom", MessageID: "m1"}, t0); err != nil {
