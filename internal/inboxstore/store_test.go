@@ -399,24 +399,29 @@ func TestClaim(t *testing.T) {
 	})
 
 	t.Run("a refund is made once, and only for a claim that landed", func(t *testing.T) {
+		// Two attempts: the first failed, the second is cut off.
 		e := mustClaimed(t, s, "evt_refund_twice", "worker-a")
-		f := inbox.Failure{Owner: "worker-a", Status: inbox.StatusFailed, Cause: "cut off", Refund: true}
+		if _, err := s.Fail(ctx, e.Key, inbox.Failure{Owner: "worker-a", Status: inbox.StatusFailed, Cause: "503"}, t0); err != nil {
+			t.Fatal(err)
+		}
+		mustClaim(t, s, e.Key, "worker-b", t0.Add(time.Minute), t0.Add(2*time.Minute))
+		f := inbox.Failure{Owner: "worker-b", Status: inbox.StatusFailed, Cause: "cut off", Refund: true}
 		for range 2 { // the SDK's retry of a write whose answer was lost
-			if _, err := s.Fail(ctx, e.Key, f, t0); err != nil {
+			if _, err := s.Fail(ctx, e.Key, f, t0.Add(time.Minute)); err != nil {
 				t.Fatal(err)
 			}
 		}
-		if got := mustGet(t, s, e.Key, t0); got.Attempts != 0 || got.Status != inbox.StatusFailed {
-			t.Errorf("refunded twice: attempts %d status %s, want 0 failed", got.Attempts, got.Status)
+		if got := mustGet(t, s, e.Key, t0.Add(time.Minute)); got.Attempts != 1 || got.Status != inbox.StatusFailed {
+			t.Errorf("refunded twice: attempts %d status %s, want 1 failed", got.Attempts, got.Status)
 		}
-		// A claim by worker-b that never landed (cut off before it): its
+		// A claim by worker-c that never landed (cut off before it): its
 		// refund has nothing to give back.
-		f.Owner = "worker-b"
-		if _, err := s.Fail(ctx, e.Key, f, t0); err != nil {
+		f.Owner = "worker-c"
+		if _, err := s.Fail(ctx, e.Key, f, t0.Add(time.Minute)); err != nil {
 			t.Fatal(err)
 		}
-		if got := mustGet(t, s, e.Key, t0); got.Attempts != 0 {
-			t.Errorf("a refund with no claim: attempts %d, want 0 (never below the claims made)", got.Attempts)
+		if got := mustGet(t, s, e.Key, t0.Add(time.Minute)); got.Attempts != 1 {
+			t.Errorf("a refund with no claim: attempts %d, want 1 (the failed attempt counts)", got.Attempts)
 		}
 	})
 
