@@ -100,6 +100,22 @@ func event(id string, payload []byte) inbox.Event {
 	}
 }
 
+// storedLarge stores an event whose payload goes to its object, and
+// returns it as sent and as stored (with its PayloadRef).
+func (f *fixture) storedLarge(tb testing.TB, id string) (ev, stored inbox.Event) {
+	tb.Helper()
+	ctx := context.Background()
+	ev = event(id, largePayload(tb, 64<<10))
+	if _, err := f.store.Insert(ctx, ev, time.Now()); err != nil {
+		tb.Fatal(err)
+	}
+	stored, err := f.store.Get(ctx, ev.Key, time.Now())
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return ev, stored
+}
+
 func (f *fixture) rawItem(tb testing.TB, k inbox.Key) map[string]ddbtypes.AttributeValue {
 	tb.Helper()
 	out, err := f.db.GetItem(context.Background(), &dynamodb.GetItemInput{
@@ -351,18 +367,11 @@ func TestLostOrAlteredObjectIsPermanent(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			f := newFixture(t)
 			ctx := context.Background()
-			ev := event("harmed", largePayload(t, 64<<10))
-			if _, err := f.store.Insert(ctx, ev, time.Now()); err != nil {
-				t.Fatal(err)
-			}
-			stored, err := f.store.Get(ctx, ev.Key, time.Now())
-			if err != nil {
-				t.Fatal(err)
-			}
+			ev, stored := f.storedLarge(t, "harmed")
 			if err := tc.harm(f, stored.PayloadRef); err != nil {
 				t.Fatal(err)
 			}
-			_, err = f.store.Claim(ctx, ev.Key, "w1", time.Now(), time.Now().Add(time.Minute))
+			_, err := f.store.Claim(ctx, ev.Key, "w1", time.Now(), time.Now().Add(time.Minute))
 			if !errors.Is(err, claimcheck.ErrLost) || !errors.Is(err, inbox.ErrInvalid) {
 				t.Errorf("claim: %v, want ErrLost and inbox.ErrInvalid", err)
 			}
@@ -459,14 +468,7 @@ func TestCrashBetweenObjectAndItem(t *testing.T) {
 func TestMissingObjectWithoutListBucket(t *testing.T) {
 	f := newFixture(t)
 	ctx := context.Background()
-	ev := event("lost_403", largePayload(t, 64<<10))
-	if _, err := f.store.Insert(ctx, ev, time.Now()); err != nil {
-		t.Fatal(err)
-	}
-	stored, err := f.store.Get(ctx, ev.Key, time.Now())
-	if err != nil {
-		t.Fatal(err)
-	}
+	ev, stored := f.storedLarge(t, "lost_403")
 	if _, err := f.s3.DeleteObject(ctx, &s3.DeleteObjectInput{Bucket: &f.bucket, Key: &stored.PayloadRef.Object}); err != nil {
 		t.Fatal(err)
 	}
