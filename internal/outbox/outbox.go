@@ -250,6 +250,17 @@ func (d *Deliverer) Deliver(work, book context.Context, ev inbox.Key, gen int, r
 	return st, errors.Join(errs...)
 }
 
+// finish records a row's outcome that nothing was sent, best effort: a
+// row this owner does not hold (ErrLeaseLost: its claim never landed) is
+// left as it is.
+func (d *Deliverer) finish(book context.Context, key, owner string, res Result, ev inbox.Key, i int) {
+	fctx, cancel := context.WithTimeout(book, finishTimeout)
+	defer cancel()
+	if err := d.cfg.Store.FinishRow(fctx, key, owner, res, d.cfg.Now()); err != nil && !errors.Is(err, inbox.ErrLeaseLost) {
+		d.cfg.Logger.Warn("outbox row", "event_key", ev.String(), "row", i, "state", string(res.State), "error", err.Error())
+	}
+}
+
 // one delivers one row, if it is this owner's to deliver now, and returns
 // its state and, when it is not final, when it is due again.
 //
@@ -282,6 +293,11 @@ func (d *Deliverer) one(work, book context.Context, ev inbox.Key, i int, key, ow
 		d.cfg.Logger.Error("outbox row missing", "event_key", ev.String(), "row", i)
 		return Dead, time.Time{}, false, nil
 	case err != nil:
+		// Whether the claim landed is not known (its answer lost), but
+		// nothing was sent: if it landed, the row is this owner's and
+		// delivering, and is recorded failed, not sent — else its next
+		// claim would take it for a delivery cut short (unknown).
+		d.finish(book, key, owner, Result{State: Failed, Cause: "not sent: the claim's answer was lost", RetryAt: now}, ev, i)
 		return Pending, now.Add(d.cfg.RetryBase), false, fmt.Errorf("row %d: %w", i, err)
 	}
 	if prev.Action != effects.ActionEventBridge {
@@ -324,7 +340,14 @@ func (d *Deliverer) one(work, book context.Context, ev inbox.Key, i int, key, ow
 	}
 	fctx, cancel := context.WithTimeout(book, finishTimeout)
 	defer cancel()
-	if err := d.cfg.Store.FinishRow(fctx, key, owner, res, d.cfg.Now()); err != nil {
+	err = d.cfg.Store.FinishRow(fctx, key, owner, res, d.cfg.Now())
+	if err != nil && !sent && !errors.Is(err, inbox.ErrLeaseLost) && fctx.Err() == nil {
+		// Nothing was sent, which only this record can say: try it once
+		// more rather than leave the row to be taken for a delivery cut
+		// short (unknown) when its lease ends.
+		err = d.cfg.Store.FinishRow(fctx, key, owner, res, d.cfg.Now())
+	}
+	if err != nil {
 		// Not recorded: the row stays delivering until its lease ends,
 		// then its next claim finds it so (unknown, unless its target
 		// dedupes) — or another worker already decided it.

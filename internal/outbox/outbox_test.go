@@ -568,3 +568,58 @@ func TestNothingWrittenIsNotUnknown(t *testing.T) {
 		t.Errorf("requests: got %d, want 1", got)
 	}
 }
+
+// flaky is a memStore whose first ClaimRow lands but answers an error (its
+// answer lost), or whose first FinishRow fails.
+type flaky struct {
+	*memStore
+	loseClaim, failFinish bool
+}
+
+func (f *flaky) ClaimRow(ctx context.Context, key, owner string, now, until time.Time) (outbox.Row, error) {
+	prev, err := f.memStore.ClaimRow(ctx, key, owner, now, until)
+	if f.loseClaim && err == nil {
+		f.loseClaim = false
+		return outbox.Row{}, fmt.Errorf("claim row: %w: connection reset", inbox.ErrUnavailable)
+	}
+	return prev, err
+}
+
+func (f *flaky) FinishRow(ctx context.Context, key, owner string, res outbox.Result, now time.Time) error {
+	if f.failFinish {
+		f.failFinish = false
+		return fmt.Errorf("finish row: %w: throttled", inbox.ErrUnavailable)
+	}
+	return f.memStore.FinishRow(ctx, key, owner, res, now)
+}
+
+// TestNotSentIsRecorded: where nothing was sent — a claim whose answer was
+// lost, a result that sent nothing whose record failed once — the row is
+// recorded failed, not left delivering for its next claim to take for a
+// delivery cut short (unknown, an operator's review for nothing).
+func TestNotSentIsRecorded(t *testing.T) {
+	var rc receiver
+	srv := rc.serve(t, status(http.StatusOK))
+	t.Run("the claim's answer lost", func(t *testing.T) {
+		store := &flaky{memStore: newMemStore(row("r1", "receipt")), loseClaim: true}
+		d := newDeliverer(t, store, map[string]outbox.Target{"receipt": {URL: srv.URL}}, nil)
+		if _, err := d.Deliver(context.Background(), context.Background(), evKey, 0, []string{"r1"}, owner); err == nil {
+			t.Fatal("want the claim's error")
+		}
+		if got := store.row("r1"); got.State != outbox.Failed || !strings.Contains(got.LastError, "not sent") {
+			t.Fatalf("row after a lost claim answer: %s %q, want failed, not sent", got.State, got.LastError)
+		}
+		deliver(t, d, "r1")
+		if got := store.row("r1"); got.State != outbox.Delivered || rc.count() != 1 {
+			t.Errorf("next pass: %s after %d requests, want delivered once", got.State, rc.count())
+		}
+	})
+	t.Run("a not-sent record failing once", func(t *testing.T) {
+		store := &flaky{memStore: newMemStore(row("r2", "nowhere")), failFinish: true}
+		d := newDeliverer(t, store, map[string]outbox.Target{"receipt": {URL: srv.URL}}, nil)
+		deliver(t, d, "r2")
+		if got := store.row("r2"); got.State != outbox.Failed {
+			t.Errorf("row: %s, want failed (no target: nothing sent), recorded on the second try", got.State)
+		}
+	})
+}
