@@ -250,15 +250,15 @@ func (d *Deliverer) Deliver(work, book context.Context, ev inbox.Key, gen int, r
 	return st, errors.Join(errs...)
 }
 
-// finish records a row's outcome that nothing was sent, best effort: a
-// row this owner does not hold (ErrLeaseLost: its claim never landed) is
-// left as it is.
-func (d *Deliverer) finish(book context.Context, key, owner string, res Result, ev inbox.Key, i int) {
-	fctx, cancel := context.WithTimeout(book, finishTimeout)
-	defer cancel()
-	if err := d.cfg.Store.FinishRow(fctx, key, owner, res, d.cfg.Now()); err != nil && !errors.Is(err, inbox.ErrLeaseLost) {
-		d.cfg.Logger.Warn("outbox row", "event_key", ev.String(), "row", i, "state", string(res.State), "error", err.Error())
+// undecided reports whether a claim's error leaves open whether it landed
+// (an outage, a lost answer), as the store's decided refusals do not.
+func undecided(err error) bool {
+	for _, decided := range []error{ErrFinal, inbox.ErrClaimed, inbox.ErrNotDue, inbox.ErrNotFound} {
+		if errors.Is(err, decided) {
+			return false
+		}
 	}
+	return true
 }
 
 // one delivers one row, if it is this owner's to deliver now, and returns
@@ -280,6 +280,14 @@ func (d *Deliverer) one(work, book context.Context, ev inbox.Key, i int, key, ow
 	}
 	leaseEnd := now.Add(d.rowLease())
 	prev, err := d.cfg.Store.ClaimRow(work, key, owner, now, leaseEnd)
+	if err != nil && undecided(err) && work.Err() == nil {
+		// The claim's answer was lost: it may have landed. Claiming again
+		// as the same owner returns the row as that claim found it (the
+		// store recognises its own lease), so what follows — a send, or
+		// unknown for a delivery a stopped worker left — is decided as
+		// for any claim, never from a guess.
+		prev, err = d.cfg.Store.ClaimRow(work, key, owner, now, leaseEnd)
+	}
 	switch {
 	case errors.Is(err, ErrFinal):
 		return prev.State, time.Time{}, false, nil
@@ -293,11 +301,6 @@ func (d *Deliverer) one(work, book context.Context, ev inbox.Key, i int, key, ow
 		d.cfg.Logger.Error("outbox row missing", "event_key", ev.String(), "row", i)
 		return Dead, time.Time{}, false, nil
 	case err != nil:
-		// Whether the claim landed is not known (its answer lost), but
-		// nothing was sent: if it landed, the row is this owner's and
-		// delivering, and is recorded failed, not sent — else its next
-		// claim would take it for a delivery cut short (unknown).
-		d.finish(book, key, owner, Result{State: Failed, Cause: "not sent: the claim's answer was lost", RetryAt: now}, ev, i)
 		return Pending, now.Add(d.cfg.RetryBase), false, fmt.Errorf("row %d: %w", i, err)
 	}
 	if prev.Action != effects.ActionEventBridge {
