@@ -147,9 +147,12 @@ func (s *Store) Fail(ctx context.Context, k inbox.Key, f inbox.Failure, now time
 // renewing the event's object: settling sets the event's expiry, and a
 // pass that does not settle may be the last for a while.
 func (s *Store) SettleOutbox(ctx context.Context, k inbox.Key, gen int, settled bool, due, now time.Time) error {
-	now, err := s.renew(ctx, k, now)
-	if err != nil {
-		return fmt.Errorf("settle outbox of %s: %w", k, err)
+	// A renewal that fails (S3 down, or a 403 for a missing object to a
+	// role without s3:ListBucket) does not hold the settling back, as it
+	// does not hold a death: an event that could not settle would never
+	// finish. Its expiry then counts from now.
+	if renewed, err := s.renew(ctx, k, now); err == nil {
+		now = renewed
 	}
 	return s.Store.SettleOutbox(ctx, k, gen, settled, due, now)
 }
@@ -158,8 +161,9 @@ func (s *Store) SettleOutbox(ctx context.Context, k inbox.Key, gen int, settled 
 // renewing its object: a dead event revived near the end of its
 // retention keeps its payload until it is claimed.
 func (s *Store) Requeue(ctx context.Context, k inbox.Key, now time.Time, force bool) (inbox.Event, inboxstore.Requeued, error) {
-	now, err := s.renew(ctx, k, now)
-	if err != nil {
+	// The renewal keeps the payload; the requeue sets no expiry, so it
+	// records now, not the object's last write.
+	if _, err := s.renew(ctx, k, now); err != nil {
 		return inbox.Event{}, inboxstore.Requeued(""), fmt.Errorf("requeue %s: %w", k, err)
 	}
 	return s.Store.Requeue(ctx, k, now, force)

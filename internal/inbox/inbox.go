@@ -241,8 +241,8 @@ type Event struct {
 	// RetryAt is when a failed event may be claimed again: its backoff's
 	// end. The sweep never moves it (its DueAt is the sweep's own clock),
 	// so a swept message is never turned away for the sweep's sake. Zero
-	// for an event that may be claimed at once, and for one that failed
-	// before the attribute existed (NotBefore then reads DueAt).
+	// for an event that may be claimed at once (also one that failed
+	// before the attribute existed).
 	RetryAt time.Time
 	// DeadBy is the id of the queue message whose processing made the event
 	// dead; that message, and only it, is the one copied to the DLQ.
@@ -283,14 +283,9 @@ func (e Event) PartScope() string {
 	return ScopeOf(e.Key.Source, e.Key)
 }
 
-// NotBefore is when a failed event may be claimed again: RetryAt, or
-// DueAt for an event that failed before RetryAt was kept.
-func (e Event) NotBefore() time.Time {
-	if !e.RetryAt.IsZero() {
-		return e.RetryAt
-	}
-	return e.DueAt
-}
+// NotBefore is when a failed event may be claimed again: RetryAt (zero:
+// at once).
+func (e Event) NotBefore() time.Time { return e.RetryAt }
 
 // PayloadRef names a payload kept outside the event's item (a claim
 // check): the object holding it, and the size and SHA-256 of the payload

@@ -196,3 +196,28 @@ func TestFactTwinsOverTheTransaction(t *testing.T) {
 		t.Errorf("got %v, want %s refused as existing (its unscoped twin, read)", err, last)
 	}
 }
+
+// TestFailedBeforeRetryMsIsClaimable: an event that failed before the
+// claim's "not before" had its own attribute (retry_ms) has only due_ms,
+// which the sweep may have moved on: it is claimable at once, or a swept
+// message would be turned away until it ran out of receives.
+func TestFailedBeforeRetryMsIsClaimable(t *testing.T) {
+	ctx := context.Background()
+	db := dynamodb.NewFromConfig(mustDynamo(t).SafeConfig())
+	st, table := newStoreOn(t, db)
+	e := mustClaimed(t, st, "evt_old_failed", "w")
+	if _, err := st.Fail(ctx, e.Key, inbox.Failure{Owner: "w", Status: inbox.StatusFailed, Cause: "503", RetryAt: t0.Add(time.Minute)}, t0); err != nil {
+		t.Fatal(err)
+	}
+	// As an earlier release left it, and a sweep then moved due_ms on.
+	if _, err := db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName: aws.String(table), Key: map[string]types.AttributeValue{"pk": s("event#" + e.Key.String())},
+		UpdateExpression:          aws.String("SET due_ms = :later REMOVE retry_ms"),
+		ExpressionAttributeValues: map[string]types.AttributeValue{":later": &types.AttributeValueMemberN{Value: fmt.Sprint(t0.Add(time.Hour).UnixMilli())}},
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.Claim(ctx, e.Key, "w2", t0.Add(2*time.Minute), t0.Add(3*time.Minute)); err != nil {
+		t.Errorf("claim: %v, want it taken", err)
+	}
+}

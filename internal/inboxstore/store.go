@@ -445,12 +445,13 @@ func (s *Store) Claim(ctx context.Context, k inbox.Key, owner string, now, lease
 		Key:              map[string]types.AttributeValue{"pk": str(pk(k))},
 		UpdateExpression: aws.String("SET #status = :processing, lease_owner = :owner, lease_until = :until, due_ms = :until, attempts = if_not_exists(attempts, :zero) + :one, updated_at = :now REMOVE retry_ms"),
 		// A failed event's "not before" is retry_ms, which the sweep
-		// never moves; an event that failed before retry_ms was kept
-		// has its due_ms instead.
+		// never moves. An event that failed before retry_ms was kept is
+		// claimable at once: its due_ms may be the sweep's clock, which
+		// would strand it (a retry before its backoff ends is harmless).
 		ConditionExpression: aws.String("attribute_exists(pk) AND " +
 			"(attribute_not_exists(expires_at) OR expires_at >= :nows) AND " +
 			"(#status = :received OR " +
-			"(#status = :failed AND (retry_ms <= :duems OR (attribute_not_exists(retry_ms) AND (attribute_not_exists(due_ms) OR due_ms <= :duems)))) OR " +
+			"(#status = :failed AND (attribute_not_exists(retry_ms) OR retry_ms <= :duems)) OR " +
 			"(#status = :processing AND lease_until < :nowms))"),
 		ExpressionAttributeNames: map[string]string{"#status": "status"},
 		ExpressionAttributeValues: map[string]types.AttributeValue{
