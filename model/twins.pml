@@ -6,7 +6,7 @@
  * inbox.Event.PartScope) and in A's scope (fact#@stripe#acct_a#kind#key).
  * Tenant B's fact with the same kind and key is B's own. On a table that
  * may hold unscoped facts every commit checks each fact's twin in the
- * other layout (impl: inboxstore.Store.twinOf, inboxstore.Store.check), in
+ * other layout (impl: inboxstore.Store.twinsOf, inboxstore.Store.check), in
  * the same transaction — or, for the facts whose checks do not fit in
  * its 100 items, by a consistent read just before it (impl:
  * inboxstore.Store.recorded). An unscoped fact counts for a scoped event

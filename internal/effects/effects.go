@@ -60,22 +60,27 @@ func ScopedID(scope, id string) string {
 	if scope == "" {
 		return id
 	}
-	for _, prefix := range [...]string{FactPrefix, EntityPrefix, OutboundPrefix} {
-		if rest, ok := strings.CutPrefix(id, prefix); ok {
-			return prefix + scopeMark + scope + "#" + rest
-		}
+	if prefix, rest, ok := cutPart(id); ok {
+		return prefix + scopeMark + scope + "#" + rest
 	}
 	return scopeMark + scope + "#" + id
 }
 
-// IsScopedID reports whether a stored part ID is in a scope.
-func IsScopedID(id string) bool {
+// IsUnscopedPartID reports whether a stored ID is a part's outside any
+// scope: one an earlier release wrote.
+func IsUnscopedPartID(id string) bool {
+	_, rest, ok := cutPart(id)
+	return ok && !strings.HasPrefix(rest, scopeMark)
+}
+
+// cutPart splits a part's ID into its type prefix and the rest.
+func cutPart(id string) (prefix, rest string, ok bool) {
 	for _, prefix := range [...]string{FactPrefix, EntityPrefix, OutboundPrefix} {
 		if rest, ok := strings.CutPrefix(id, prefix); ok {
-			return strings.HasPrefix(rest, scopeMark)
+			return prefix, rest, true
 		}
 	}
-	return strings.HasPrefix(id, scopeMark)
+	return "", "", false
 }
 
 // ScopedKey is an outbound row's key as stored in scope, and as sent in

@@ -283,10 +283,6 @@ func (e Event) PartScope() string {
 	return ScopeOf(e.Key.Source, e.Key)
 }
 
-// NotBefore is when a failed event may be claimed again: RetryAt (zero:
-// at once).
-func (e Event) NotBefore() time.Time { return e.RetryAt }
-
 // PayloadRef names a payload kept outside the event's item (a claim
 // check): the object holding it, and the size and SHA-256 of the payload
 // as it was verified, which the object must give back.

@@ -92,8 +92,9 @@ func (s *Store) CompleteExpiring(ctx context.Context, ev inbox.Event, owner stri
 	var twinned []string
 	if s.unscopedFacts {
 		var refused []string
+		twinOf := s.twinsOf(ev)
 		for _, f := range plan.Facts {
-			t, ok := s.twinOf(ev, f)
+			t, ok := twinOf(f)
 			switch {
 			case !ok:
 			case len(items) < maxTransactItems:

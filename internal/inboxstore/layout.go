@@ -23,7 +23,7 @@ import (
 // unscoped facts has a second way to write one fact twice: an event
 // stored since (scoped) carrying a fact an unscoped event recorded, or
 // the reverse. While the table may hold them, every commit checks each
-// fact's twin in the other layout, in the same transaction (see twinOf;
+// fact's twin in the other layout, in the same transaction (see twinsOf;
 // model/twins.pml): a scoped event's fact is refused when its unscoped
 // twin was recorded by an event of the same account and of a source of
 // its scope; an unscoped event's fact when its twin exists in the scope
@@ -118,17 +118,11 @@ func earlierRelease(it map[string]types.AttributeValue) bool {
 	if pk == nil {
 		return true
 	}
-	id := pk.Value
-	if strings.HasPrefix(id, eventPrefix) {
+	if strings.HasPrefix(pk.Value, eventPrefix) {
 		_, scoped := it["scope"]
 		return !scoped
 	}
-	for _, prefix := range [...]string{effects.FactPrefix, effects.EntityPrefix, effects.OutboundPrefix} {
-		if strings.HasPrefix(id, prefix) {
-			return !effects.IsScopedID(id)
-		}
-	}
-	return false
+	return effects.IsUnscopedPartID(pk.Value)
 }
 
 // Scopes says, for the twin checks, which scope a source gives an
@@ -174,14 +168,18 @@ type twin struct {
 	mine []string
 }
 
-// twinOf returns the twin of fact f for ev, false when it cannot exist (an
-// ID too long to have been stored).
-func (s *Store) twinOf(ev inbox.Event, f effects.Fact) (twin, bool) {
+// twinsOf returns how the twins of ev's facts are checked: a function
+// giving the twin of one fact, false when it cannot exist (an ID too
+// long to have been stored). The scope's sources are read once.
+func (s *Store) twinsOf(ev inbox.Event) func(effects.Fact) (twin, bool) {
 	if ev.PartScope() == "" {
 		// The event is unscoped: its twin is in the scope its source
 		// gives its account now, where the source's new events write.
-		id := effects.ScopedID(s.scopes.ScopeOf(ev.Key), f.ID())
-		return twin{id: id, cond: "attribute_not_exists(pk)"}, len(id) <= effects.MaxIDBytes
+		scope := s.scopes.ScopeOf(ev.Key)
+		return func(f effects.Fact) (twin, bool) {
+			id := effects.ScopedID(scope, f.ID())
+			return twin{id: id, cond: "attribute_not_exists(pk)"}, len(id) <= effects.MaxIDBytes
+		}
 	}
 	// The unscoped fact counts only when an event of a source in this
 	// event's scope, and of its account, recorded it: another tenant's
@@ -190,17 +188,19 @@ func (s *Store) twinOf(ev inbox.Event, f effects.Fact) (twin, bool) {
 	if len(members) == 0 {
 		members = []string{ev.Key.Source}
 	}
-	t := twin{id: f.ID(), values: map[string]types.AttributeValue{}}
-	var ors []string
+	values := map[string]types.AttributeValue{}
+	var mine, ors []string
 	for i, m := range members {
 		p := m + "#" + ev.Key.Account + "#"
 		name := ":m" + strconv.Itoa(i)
-		t.values[name] = str(p)
-		t.mine = append(t.mine, p)
+		values[name] = str(p)
+		mine = append(mine, p)
 		ors = append(ors, "begins_with(event_key, "+name+")")
 	}
-	t.cond = "attribute_not_exists(pk) OR NOT (" + strings.Join(ors, " OR ") + ")"
-	return t, true
+	cond := "attribute_not_exists(pk) OR NOT (" + strings.Join(ors, " OR ") + ")"
+	return func(f effects.Fact) (twin, bool) {
+		return twin{id: f.ID(), cond: cond, values: values, mine: mine}, true
+	}
 }
 
 // check is the twin's check in a transaction.

@@ -423,8 +423,8 @@ func refused(op string, k inbox.Key, old map[string]types.AttributeValue, now ti
 		return ev, fmt.Errorf("%s %s: %w", op, k, inbox.ErrAlreadyProcessed)
 	case ev.Status == inbox.StatusDead:
 		return ev, fmt.Errorf("%s %s: %w", op, k, inbox.ErrDead)
-	case ev.Status == inbox.StatusFailed && ev.NotBefore().After(now.Add(DueSlack)):
-		return ev, fmt.Errorf("%s %s: due at %s: %w", op, k, ts(ev.NotBefore()), inbox.ErrNotDue)
+	case ev.Status == inbox.StatusFailed && ev.RetryAt.After(now.Add(DueSlack)):
+		return ev, fmt.Errorf("%s %s: due at %s: %w", op, k, ts(ev.RetryAt), inbox.ErrNotDue)
 	}
 	return ev, fmt.Errorf("%s %s: held by %s until %s: %w", op, k, ev.LeaseOwner, ts(ev.LeaseUntil), inbox.ErrClaimed)
 }
@@ -534,7 +534,7 @@ func (s *Store) Fail(ctx context.Context, k inbox.Key, f inbox.Failure, now time
 			// holds the lease. A claim that never landed counted nothing,
 			// and an SDK retry of a refund whose answer was lost finds the
 			// lease gone; either is recorded without a refund.
-			ev, err := s.refund(ctx, k, values)
+			ev, err := s.refund(ctx, k, owner, cause, due, now)
 			if !errors.Is(err, errNoRefund) {
 				return ev, err
 			}
@@ -573,12 +573,19 @@ func (s *Store) Fail(ctx context.Context, k inbox.Key, f inbox.Failure, now time
 // hold; the failure is recorded without it.
 var errNoRefund = errors.New("no attempt of this owner's to refund")
 
-// refund records a failure that gives back the attempt of the owner in
-// values, if the owner still holds the event's lease.
-func (s *Store) refund(ctx context.Context, k inbox.Key, values map[string]types.AttributeValue) (inbox.Event, error) {
-	v := map[string]types.AttributeValue{":one": num(1), ":zero": num(0)}
-	for _, name := range []string{":status", ":cause", ":now", ":due", ":nows", ":processing", ":owner"} {
-		v[name] = values[name]
+// refund records a failure, due back at due, that gives back owner's
+// attempt, if owner still holds the event's lease.
+func (s *Store) refund(ctx context.Context, k inbox.Key, owner, cause string, due, now time.Time) (inbox.Event, error) {
+	v := map[string]types.AttributeValue{
+		":status":     str(string(inbox.StatusFailed)),
+		":processing": str(string(inbox.StatusProcessing)),
+		":cause":      str(cause),
+		":owner":      str(owner),
+		":now":        str(ts(now)),
+		":nows":       num(now.Unix()),
+		":due":        num(due.UnixMilli()),
+		":one":        num(1),
+		":zero":       num(0),
 	}
 	out, err := s.api.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 		TableName:                 &s.table,

@@ -483,7 +483,7 @@ func (p *Processor) record(work, book context.Context, inv invocation, j *job) r
 	case errors.Is(err, inbox.ErrNotDue):
 		// A copy of a failed event's message (a provider's retry) waits
 		// for the event's backoff, as the failed message does.
-		return p.notNow(book, rec, ev.NotBefore(), res, logNotDue, err)
+		return p.notNow(book, rec, ev.RetryAt, res, logNotDue, err)
 	case err != nil:
 		return p.failed(work, book, j, k, res, err)
 	}
