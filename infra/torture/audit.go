@@ -47,12 +47,21 @@ type item struct {
 	// Seq and SeqTie are an entity's order: the update that set it last.
 	Seq    int64  `dynamodbav:"seq"`
 	SeqTie string `dynamodbav:"seq_tie"`
+	// Operators' traces: an event's forced re-runs and the outcome before
+	// the last; a row's resends and the state it was resolved from.
+	Reruns          int    `dynamodbav:"reruns"`
+	PreviousOutcome string `dynamodbav:"previous_outcome"`
+	Resent          int    `dynamodbav:"resent"`
+	ResolvedFrom    string `dynamodbav:"resolved_from"`
+	// PayloadRef is set when the payload is in its S3 object.
+	PayloadRef map[string]any `dynamodbav:"payload_ref"`
 }
 
 // auditAttrs are the attributes scan reads (payloads and bodies are left
 // behind).
 var auditAttrs = []string{"pk", "status", "outcome", "last_error", "outbox", "processed_at",
-	"invoice_id", "customer", "paid_through", "invoices_paid", "head", "seq", "seq_tie"}
+	"invoice_id", "customer", "paid_through", "invoices_paid", "head", "seq", "seq_tie",
+	"reruns", "previous_outcome", "resent", "resolved_from", "payload_ref"}
 
 func (it item) finished() bool {
 	return it.Status == string(inbox.StatusProcessed) || it.Status == string(inbox.StatusDead)
@@ -117,6 +126,16 @@ type report struct {
 	// ForwardedAgain the puts of an event after its first (a route
 	// retrying unknowns may put an event again; consumers dedupe).
 	Forwarded, ForwardedAgain int
+	// Large counts the workload's large events, InS3 those stored with
+	// their payload in its object.
+	Large, InS3 int
+	// Operator is what the operator did; Reruns what the table says of
+	// the events re-run (by status/outcome), Resent and Resolved the rows
+	// reviewed (by state now).
+	Operator           *opReport
+	Reruns             map[string]int
+	RerunCount         int
+	Resent, Resolved   map[string]int
 
 	SendTime, AllDone, Elapsed time.Duration
 	// Final is when every event was finished and every outbox row final,
@@ -133,7 +152,7 @@ func (r *report) Clean() bool {
 
 // audit checks the table, the DLQ and the receiver's log against the
 // workload.
-func audit(ctx context.Context, sys *system, w *workload, st *sendStats) (*report, error) {
+func audit(ctx context.Context, sys *system, w *workload, st *sendStats, ops *opReport) (*report, error) {
 	items, err := scan(ctx, sys)
 	if err != nil {
 		return nil, err
@@ -142,8 +161,9 @@ func audit(ctx context.Context, sys *system, w *workload, st *sendStats) (*repor
 	if err != nil {
 		return nil, err
 	}
-	rep := &report{Events: len(w.Events), Deliveries: w.sends(), Stats: st,
-		Status: map[string]int{}, Dead: map[string]int{}, Rows: map[string]int{}, Answers: map[string]int{}}
+	rep := &report{Events: len(w.Events), Deliveries: w.sends(), Stats: st, Large: w.Large, Operator: ops,
+		Status: map[string]int{}, Dead: map[string]int{}, Rows: map[string]int{}, Answers: map[string]int{},
+		Reruns: map[string]int{}, Resent: map[string]int{}, Resolved: map[string]int{}}
 	lost := func(f string, a ...any) { rep.Lost = append(rep.Lost, fmt.Sprintf(f, a...)) }
 	dup := func(f string, a ...any) { rep.Duplicates = append(rep.Duplicates, fmt.Sprintf(f, a...)) }
 	regress := func(f string, a ...any) { rep.Regressions = append(rep.Regressions, fmt.Sprintf(f, a...)) }
@@ -179,7 +199,25 @@ func audit(ctx context.Context, sys *system, w *workload, st *sendStats) (*repor
 		if it.Status == string(inbox.StatusDead) {
 			rep.Dead[clip(it.LastError, 90)]++
 		}
-		processed[ev] = it.Status == string(inbox.StatusProcessed)
+		if it.PayloadRef != nil {
+			rep.InS3++
+		}
+		// An event re-run with force was processed before: its effects
+		// count as applied whatever the re-run ends in (a re-run that
+		// runs out of receives ends dead, its first run's effects kept).
+		processed[ev] = it.Status == string(inbox.StatusProcessed) || it.Reruns > 0
+		if it.Reruns > 0 {
+			rep.Reruns[it.Status+"/"+it.Outcome]++
+			rep.RerunCount += it.Reruns
+			// A re-run finds every part its first run wrote: it applies
+			// nothing again (I4), so it is never "applied".
+			if it.Status == string(inbox.StatusProcessed) && it.Outcome == string(inbox.OutcomeApplied) {
+				dup("%s: re-run %d times with force, outcome applied (before: %s): the re-run applied something again", k, it.Reruns, it.PreviousOutcome)
+			}
+		}
+		if ops != nil && ops.Rerun[k] && it.Reruns == 0 {
+			lost("%s: a forced re-run answered rerun, the table counts none", k)
+		}
 	}
 
 	// Every fact, entity and row the table holds must be one the workload
@@ -213,6 +251,16 @@ func audit(ctx context.Context, sys *system, w *workload, st *sendStats) (*repor
 	for pk := range items {
 		if !expected[pk] {
 			dup("%s: in the table, not asked for by any event", pk)
+		}
+	}
+
+	// Every outbox row the operator resent or resolved is one of the
+	// table's (a receipt's, checked below, or a forwarding row's).
+	if ops != nil {
+		for _, key := range slices.Sorted(maps.Keys(ops.Resent)) {
+			if _, ok := items[effects.Outbound{Key: key}.ID()]; !ok {
+				lost("outbox row %s: resent, not in the table", key)
+			}
 		}
 	}
 
@@ -312,7 +360,17 @@ func audit(ctx context.Context, sys *system, w *workload, st *sendStats) (*repor
 			continue
 		}
 		rep.Rows[row.Status]++
+		if row.Resent > 0 {
+			rep.Resent[row.Status]++
+		}
 		switch outbox.State(row.Status) {
+		case outbox.Resolved:
+			// The operator resolves a row only when the receiver says it
+			// acted on its key.
+			rep.Resolved[row.ResolvedFrom]++
+			if got[key] == 0 {
+				lost("receipt %s: resolved from %s, never received", key, row.ResolvedFrom)
+			}
 		case outbox.Delivered:
 			if got[key] == 0 {
 				lost("receipt %s: row delivered, never received", key)
@@ -417,7 +475,7 @@ func auditForwarded(ctx context.Context, sys *system, w *workload, items map[str
 	for _, ev := range w.Events {
 		k := ev.key()
 		it := items["event#"+k]
-		if it.Status == string(inbox.StatusProcessed) && len(routes.Match(ev.Source, ev.Type)) > 0 {
+		if (it.Status == string(inbox.StatusProcessed) || it.Reruns > 0) && len(routes.Match(ev.Source, ev.Type)) > 0 {
 			want[k] = true
 			if got[k] == 0 {
 				lost("%s: processed, never forwarded", k)
@@ -563,6 +621,14 @@ func (r *report) print(out io.Writer) {
 		r.Paid, counts(r.Rows), counts(r.Answers), r.Received)
 	fmt.Fprintf(out, "torture: forwarded: %d events reached the bus's consumer, %d puts again (routes retry unknowns)\n", r.Forwarded, r.ForwardedAgain)
 	fmt.Fprintf(out, "torture: dlq: %d messages, %d of them stale copies of processed events (drain-dlq deletes them)\n", r.DLQ, r.DLQStale)
+	fmt.Fprintf(out, "torture: large payloads: %d events, %d of them stored with their payload in S3 (answered as without s3:ListBucket)\n", r.Large, r.InS3)
+	if r.Operator != nil {
+		fmt.Fprintf(out, "torture: operator: %s\n", r.Operator.line())
+		fmt.Fprintf(out, "torture: operator: forced re-runs: %d events re-run %d times, now %s; none applied anything again (the ledger, membership, receipt and fact checks cover their effects)\n",
+			len(r.Reruns), r.RerunCount, counts(r.Reruns))
+		fmt.Fprintf(out, "torture: operator: outbox review: %d rows resolved (from %s), each received; %d receipt rows resent, now %s, none received twice\n",
+			len(r.Operator.Resolved), counts(r.Resolved), len(r.Operator.Resent), counts(r.Resent))
+	}
 	fmt.Fprintf(out, "torture: faults: %d of %d calls (%s); by call: %s\n", r.Faults.Total(), r.Faults.Calls, counts64(r.Faults.ByFault), counts64(r.Faults.ByCall))
 	fmt.Fprintf(out, "torture: %d kills, %d workers exited by themselves; every event finished and row final %s after the first delivery (kills and faults stopped then); settled %t, %s after the first delivery; run %s\n",
 		r.Kills, r.WorkerExits, r.Final.Round(time.Second), r.Settled, r.AllDone.Round(time.Second), r.Elapsed.Round(time.Second))

@@ -60,6 +60,9 @@ func main() {
 	flag.DurationVar(&opts.Settle, "settle", opts.Settle, "longest wait, after the last delivery, for every event to finish")
 	flag.DurationVar(&opts.Visibility, "visibility", opts.Visibility, "the main queue's visibility timeout (at least the processor's timeout)")
 	flag.DurationVar(&opts.ProcessorTimeout, "processor-timeout", opts.ProcessorTimeout, "the processor function's timeout (0: the template's)")
+	flag.StringVar(&opts.Params, "params", opts.Params, "retry and sweep settings: drawn (from -seed, within template.yaml's ranges), fixed, or e.g. RetryBaseSeconds=2,RetryCapSeconds=9,MaxReceiveCount=2,SweepAfterSeconds=1")
+	flag.DurationVar(&opts.Operator, "operator", opts.Operator, "mean time between operator actions (forced re-runs, sweeps, drain-dlq, outbox review) while the run goes on (0: none)")
+	flag.Float64Var(&opts.LargeFraction, "large", opts.LargeFraction, "fraction of invoice events with a payload large enough for the S3 claim check")
 	flag.BoolVar(&opts.Load, "load", false, "the load benchmark: no faults, no kills, beside the floor of minimal calls")
 	flag.StringVar(&opts.Dir, "dir", opts.Dir, "directory for the emulators' and workers' logs")
 	cpuProfile := flag.String("cpuprofile", "", "write this process's CPU profile (senders, API, ingest, router, sweep) to the file")
@@ -129,12 +132,19 @@ type options struct {
 	// much shorter. The visibility timeout must be at least as long, as
 	// Lambda requires.
 	ProcessorTimeout time.Duration
-	// SweepEvery and SweepAfter are the sweep's schedule and the age of
-	// the events it re-enqueues (the template's are 5 minutes).
-	SweepEvery, SweepAfter time.Duration
-	// RetryBase and RetryCap are the processor's backoff (the template's
-	// 30 s and 1 h would outlast the run).
-	RetryBase, RetryCap int
+	// SweepEvery is the sweep's schedule (the template's is 1 to 5
+	// minutes).
+	SweepEvery time.Duration
+	// Params is -params: "drawn" (from the seed, within the template's
+	// ranges), "fixed", or explicit values; see parseParams. The load
+	// benchmark uses the fixed set.
+	Params string
+	// Operator is the mean time between operator actions while the run
+	// goes on (0: none); see operate.
+	Operator time.Duration
+	// LargeFraction is the fraction of invoice events sent with a payload
+	// large enough for the S3 claim check.
+	LargeFraction float64
 	// Hang is how long the receiver's hanging answers wait.
 	Hang   time.Duration
 	Settle time.Duration
@@ -155,8 +165,8 @@ func defaults() options {
 	}
 	return options{
 		Events: 10000, Seed: 1, Workers: 2, KillEvery: 2 * time.Second, FaultRate: 0.05, Senders: 16, Backlog: 0,
-		Visibility: 40 * time.Second, SweepEvery: 10 * time.Second, SweepAfter: 10 * time.Second,
-		RetryBase: 1, RetryCap: 5, Hang: 12 * time.Second, Settle: 6 * time.Minute,
+		Visibility: 40 * time.Second, SweepEvery: 10 * time.Second, Params: "drawn", Operator: time.Second, LargeFraction: 0.03,
+		Hang: 12 * time.Second, Settle: 6 * time.Minute,
 		Dir: filepath.Join(root, ".build", "torture"), Root: root,
 	}
 }
@@ -177,6 +187,10 @@ func (o options) check() error {
 		return fmt.Errorf("-visibility %s, -processor-timeout %s: want 0 or more", o.Visibility, o.ProcessorTimeout)
 	case o.Visibility > 0 && o.ProcessorTimeout > o.Visibility:
 		return fmt.Errorf("-processor-timeout %s over -visibility %s: Lambda requires the queue's visibility timeout to be at least the function's timeout", o.ProcessorTimeout, o.Visibility)
+	case o.Operator < 0:
+		return fmt.Errorf("-operator %s: want 0 or more", o.Operator)
+	case o.LargeFraction < 0 || o.LargeFraction > 1:
+		return fmt.Errorf("-large %g: want a fraction from 0 to 1", o.LargeFraction)
 	case o.Settle <= 0:
 		return fmt.Errorf("-settle %s: want a positive duration", o.Settle)
 	}

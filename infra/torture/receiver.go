@@ -112,3 +112,17 @@ func (rc *receiver) received() []receipt {
 	defer rc.mu.Unlock()
 	return append([]receipt(nil), rc.log...)
 }
+
+// acted reports whether the receiver accepted a request under the key
+// (answered ok, or hung after accepting it): the question the runbook has
+// an operator ask a receiver before resolving or resending a row.
+func (rc *receiver) acted(key string) bool {
+	rc.mu.Lock()
+	defer rc.mu.Unlock()
+	for _, r := range rc.log {
+		if r.Key == key && (r.Answer == answerOK || r.Answer == answerHang) {
+			return true
+		}
+	}
+	return false
+}

@@ -41,6 +41,7 @@ type system struct {
 	ddb      *dynamodb.Client // straight to the emulator, no faults: the audit's
 	sqs      *sqs.Client
 	api      string // base URL of the local HTTP API
+	params   params
 	stops    []func()
 }
 
@@ -57,7 +58,11 @@ func run(ctx context.Context, o options, out io.Writer) (*report, error) {
 		return nil, err
 	}
 	start := time.Now()
-	w := generate(o.Events, o.Seed)
+	large := o.LargeFraction
+	if o.Load {
+		large = 0
+	}
+	w := generate(o.Events, o.Seed, large)
 	sys, err := startSystem(ctx, o)
 	if err != nil {
 		return nil, err
@@ -86,26 +91,38 @@ func run(ctx context.Context, o options, out io.Writer) (*report, error) {
 		go ws.killEvery(killCtx, o.KillEvery)
 	}
 
-	fmt.Fprintf(out, "torture: seed %d, %d events (%d invoices, %d subscriptions under %d tenants, %d of their ids under both; %d branches), %d deliveries (%d bursts of %d), %d workers, faults %.0f %%, logs in %s\n",
-		o.Seed, len(w.Events), w.Invoices, w.Subscriptions, len(tenants), w.Shared, w.Branches, w.sends(), w.Bursts, burstSize, o.Workers, 100*faultRate(o), o.Dir)
+	var op *operator
+	if o.Operator > 0 && !o.Load {
+		op = newOperator(sys, w, o.Seed, o.Operator)
+		go op.run()
+		defer op.stop()
+	}
+
+	fmt.Fprintf(out, "torture: seed %d, %d events (%d invoices, %d subscriptions under %d tenants, %d of their ids under both; %d branches; %d with payloads for S3), %d deliveries (%d bursts of %d), %d workers, faults %.0f %%, an operator action every %s, logs in %s\n",
+		o.Seed, len(w.Events), w.Invoices, w.Subscriptions, len(tenants), w.Shared, w.Branches, w.Large, w.sends(), w.Bursts, burstSize, o.Workers, 100*faultRate(o), operatorEvery(o), o.Dir)
+	fmt.Fprintf(out, "torture: %s\n", sys.params)
 	sent := time.Now()
 	st, err := send(ctx, sys, w, o)
 	if err != nil {
 		return nil, err
 	}
 	sendTime := time.Since(sent)
-	// The kills and faults go on while the system settles, until every
-	// event is finished and every outbox row final: most of the processing
-	// happens then. What the main queue still holds after that are copies
-	// of finished events' messages, hidden for the visibility timeout by a
-	// killed worker or a lost answer; kills and faults would only keep
-	// hiding them. So they stop there, and the queue drains: each copy is
-	// received and deleted, and the audit then checks it changed nothing.
+	// The kills, faults and operator actions go on while the system
+	// settles, until every event is finished and every outbox row final:
+	// most of the processing happens then. What the main queue still holds
+	// after that are copies of finished events' messages, hidden for the
+	// visibility timeout by a killed worker or a lost answer, or delayed
+	// by the processor; kills and faults would only keep hiding them. So
+	// they stop there, and the queue drains: each copy is received and
+	// deleted, and the audit then checks it changed nothing.
 	var final time.Duration
 	settled, err := settle(ctx, sys, o, out, func() {
 		final = time.Since(sent)
 		stopKills()
 		sys.faults.SetEnabled(false)
+		if op != nil {
+			op.stop()
+		}
 	})
 	stopKills()
 	if err != nil {
@@ -116,7 +133,12 @@ func run(ctx context.Context, o options, out io.Writer) (*report, error) {
 	sys.faults.SetEnabled(false)
 	worked := sys.faults.Counts() // the calls of the run, before the audit's
 
-	rep, err := audit(ctx, sys, w, st)
+	var ops *opReport
+	if op != nil {
+		op.stop()
+		ops = op.report()
+	}
+	rep, err := audit(ctx, sys, w, st, ops)
 	if err != nil {
 		return nil, err
 	}
@@ -137,6 +159,13 @@ func run(ctx context.Context, o options, out io.Writer) (*report, error) {
 	return rep, nil
 }
 
+func operatorEvery(o options) string {
+	if o.Load || o.Operator == 0 {
+		return "(none)"
+	}
+	return o.Operator.String()
+}
+
 func faultRate(o options) float64 {
 	if o.Load {
 		return 0
@@ -151,7 +180,20 @@ func startSystem(ctx context.Context, o options) (*system, error) {
 	if _, err := awstest.DynoxideBinary(); err != nil {
 		return nil, fmt.Errorf("the torture run needs dynoxide (moto's DynamoDB is not atomic across processes): %w", err)
 	}
-	sys := &system{faults: &local.Faults{Rate: o.FaultRate, Rates: o.FaultRates, Seed: o.Seed, MaxDelay: 2 * time.Second}}
+	tplPath := filepath.Join(o.Root, "template.yaml")
+	tpl, err := template.Load(tplPath)
+	if err != nil {
+		return nil, err
+	}
+	spec := o.Params
+	if o.Load {
+		spec = "fixed"
+	}
+	ps, err := parseParams(spec, tpl, o.Seed)
+	if err != nil {
+		return nil, err
+	}
+	sys := &system{params: ps, faults: &local.Faults{Rate: o.FaultRate, Rates: o.FaultRates, Seed: o.Seed, MaxDelay: 2 * time.Second}}
 	sys.faults.SetEnabled(false)
 	ok := false
 	defer func() {
@@ -159,7 +201,10 @@ func startSystem(ctx context.Context, o options) (*system, error) {
 			sys.stop()
 		}
 	}()
-	a, err := local.StartAWS(ctx, 0, o.Dir, sys.faults.Wrap)
+	// S3 answers a missing key as real S3 does to a role without
+	// s3:ListBucket (403, not 404): the claim check must not tell them
+	// apart by the answer's code.
+	a, err := local.StartAWS(ctx, 0, o.Dir, sys.faults.Wrap, local.WithoutListBucket)
 	if err != nil {
 		return nil, err
 	}
@@ -198,17 +243,39 @@ func startSystem(ctx context.Context, o options) (*system, error) {
 	if err != nil {
 		return nil, err
 	}
-	tplPath := filepath.Join(o.Root, "template.yaml")
 	stack, err := local.Setup(ctx, cfg, tplPath, sources, map[string]string{
 		"RECEIPT_WEBHOOK_URL": recvURL + "/receipts",
-		"RETRY_BASE_SECONDS":  strconv.Itoa(o.RetryBase),
-		"RETRY_CAP_SECONDS":   strconv.Itoa(o.RetryCap),
-		"SWEEP_AFTER_SECONDS": strconv.Itoa(int(o.SweepAfter / time.Second)),
+		"RETRY_BASE_SECONDS":  strconv.Itoa(ps.RetryBase),
+		"RETRY_CAP_SECONDS":   strconv.Itoa(ps.RetryCap),
+		"SWEEP_AFTER_SECONDS": strconv.Itoa(ps.SweepAfter),
 	}, log)
 	if err != nil {
 		return nil, err
 	}
 	sys.stack = stack
+	if ps.MaxReceiveCount != stack.Resources.MaxReceiveCount {
+		policy, _ := json.Marshal(map[string]any{"deadLetterTargetArn": stack.Resources.DLQARN, "maxReceiveCount": ps.MaxReceiveCount})
+		if _, err := sys.sqs.SetQueueAttributes(ctx, &sqs.SetQueueAttributesInput{
+			QueueUrl:   &stack.Resources.QueueURL,
+			Attributes: map[string]string{string(sqstypes.QueueAttributeNameRedrivePolicy): string(policy)},
+		}); err != nil {
+			return nil, fmt.Errorf("main queue redrive policy: %w", err)
+		}
+		// The emulator must hold it, or the run would test another budget.
+		got, err := sys.sqs.GetQueueAttributes(ctx, &sqs.GetQueueAttributesInput{QueueUrl: &stack.Resources.QueueURL,
+			AttributeNames: []sqstypes.QueueAttributeName{sqstypes.QueueAttributeNameRedrivePolicy}})
+		if err != nil {
+			return nil, fmt.Errorf("main queue redrive policy: %w", err)
+		}
+		var held struct {
+			MaxReceiveCount json.Number `json:"maxReceiveCount"`
+		}
+		if err := json.Unmarshal([]byte(got.Attributes[string(sqstypes.QueueAttributeNameRedrivePolicy)]), &held); err != nil || held.MaxReceiveCount.String() != strconv.Itoa(ps.MaxReceiveCount) {
+			return nil, fmt.Errorf("main queue redrive policy: set maxReceiveCount %d, the emulator holds %q", ps.MaxReceiveCount, got.Attributes[string(sqstypes.QueueAttributeNameRedrivePolicy)])
+		}
+		stack.Resources.MaxReceiveCount = ps.MaxReceiveCount
+		stack.Env["MAX_RECEIVE_COUNT"] = strconv.Itoa(ps.MaxReceiveCount)
+	}
 	if o.ProcessorTimeout > 0 {
 		stack.Resources.FunctionTimeout = o.ProcessorTimeout
 	}
@@ -230,10 +297,6 @@ func startSystem(ctx context.Context, o options) (*system, error) {
 		stack.Resources.VisibilityTimeout = o.Visibility
 	}
 
-	tpl, err := template.Load(tplPath)
-	if err != nil {
-		return nil, err
-	}
 	fn, err := tpl.Function("IngestFunction")
 	if err != nil {
 		return nil, err
@@ -489,15 +552,40 @@ func (g *gate) stop() {
 // progress is the table and the main queue at a moment, read straight
 // from the emulators.
 type progress struct {
-	Unfinished, Unsettled, Messages int
+	Unfinished, Unsettled int
+	// The main queue's messages: visible, in flight (received, not yet
+	// deleted) and delayed.
+	Visible, InFlight, Delayed int
 }
 
-func (p progress) done() bool { return p.Unfinished == 0 && p.Unsettled == 0 && p.Messages == 0 }
+func (p progress) finished() bool { return p.Unfinished == 0 && p.Unsettled == 0 }
+func (p progress) messages() int  { return p.Visible + p.InFlight + p.Delayed }
+func (p progress) done() bool     { return p.finished() && p.messages() == 0 }
 
-// settle waits until every event is finished, every outbox row final and
-// the main queue empty, or o.Settle has passed. It calls final once, the
-// first time every event is finished and every row final, whatever the
-// queue holds. It reports whether the system settled.
+func (p progress) String() string {
+	return fmt.Sprintf("%d events unfinished, %d outbox rows not final, %d messages in the main queue (%d visible, %d in flight, %d delayed)",
+		p.Unfinished, p.Unsettled, p.messages(), p.Visible, p.InFlight, p.Delayed)
+}
+
+// drainBound is how long the main queue may take to empty once every
+// event is finished and every row final, with kills and faults stopped:
+// what is left then are copies of finished events' messages, each hidden
+// at most the visibility timeout (a killed worker's receive, a lost
+// answer) or the longest delay the processor sets (RetryCapSeconds),
+// then received once and deleted; a long poll and a batching window come
+// on top.
+func drainBound(sys *system) time.Duration {
+	r := sys.stack.Resources
+	return max(r.VisibilityTimeout, time.Duration(sys.params.RetryCap)*time.Second) + r.BatchingWindow + 30*time.Second
+}
+
+// settle waits until every event is finished and every outbox row final,
+// for at most o.Settle after the last delivery, and then for the main
+// queue to empty, for at most drainBound after that. It calls final once,
+// the first time every event is finished and every row final (and waits
+// for it: the operator's last action may make an event unfinished
+// again). "Settled" is precisely: both waits ended in time; what is left
+// when one does not is printed.
 func settle(ctx context.Context, sys *system, o options, out io.Writer, final func()) (bool, error) {
 	deadline := time.Now().Add(o.Settle)
 	lastPrint := time.Now()
@@ -507,21 +595,25 @@ func settle(ctx context.Context, sys *system, o options, out io.Writer, final fu
 		if err != nil {
 			return false, err
 		}
-		if p.Unfinished == 0 && p.Unsettled == 0 && !finalCalled {
+		if p.finished() && !finalCalled {
 			finalCalled = true
 			final()
+			deadline = time.Now().Add(drainBound(sys))
+			continue
 		}
 		if p.done() {
 			return true, nil
 		}
 		if time.Now().After(deadline) {
-			fmt.Fprintf(out, "torture: not settled after %s: %d events unfinished, %d outbox rows not final, %d messages in the main queue\n",
-				o.Settle, p.Unfinished, p.Unsettled, p.Messages)
+			if finalCalled {
+				fmt.Fprintf(out, "torture: not drained %s after every event finished (the visibility timeout or the longest delay, and a poll): %s\n", drainBound(sys), p)
+			} else {
+				fmt.Fprintf(out, "torture: not settled after %s: %s\n", o.Settle, p)
+			}
 			return false, nil
 		}
 		if time.Since(lastPrint) > 15*time.Second {
-			fmt.Fprintf(out, "torture: settling: %d events unfinished, %d outbox rows not final, %d messages in the main queue\n",
-				p.Unfinished, p.Unsettled, p.Messages)
+			fmt.Fprintf(out, "torture: settling: %s\n", p)
 			lastPrint = time.Now()
 		}
 		select {
@@ -550,14 +642,20 @@ func measure(ctx context.Context, sys *system) (progress, error) {
 			}
 		}
 	}
-	n, err := queued(ctx, sys)
-	p.Messages = n
+	p.Visible, p.InFlight, p.Delayed, err = queueCounts(ctx, sys)
 	return p, err
 }
 
 // queued is the number of messages in the main queue: visible, in flight
 // and delayed.
 func queued(ctx context.Context, sys *system) (int, error) {
+	v, f, d, err := queueCounts(ctx, sys)
+	return v + f + d, err
+}
+
+// queueCounts is the main queue's visible, in flight and delayed
+// messages.
+func queueCounts(ctx context.Context, sys *system) (visible, inFlight, delayed int, err error) {
 	attrs, err := sys.sqs.GetQueueAttributes(ctx, &sqs.GetQueueAttributesInput{
 		QueueUrl: &sys.stack.Resources.QueueURL,
 		AttributeNames: []sqstypes.QueueAttributeName{
@@ -567,12 +665,13 @@ func queued(ctx context.Context, sys *system) (int, error) {
 		},
 	})
 	if err != nil {
-		return 0, fmt.Errorf("main queue: %w", err)
+		return 0, 0, 0, fmt.Errorf("main queue: %w", err)
 	}
-	total := 0
-	for _, v := range attrs.Attributes {
-		n, _ := strconv.Atoi(v)
-		total += n
+	n := func(a sqstypes.QueueAttributeName) int {
+		v, _ := strconv.Atoi(attrs.Attributes[string(a)])
+		return v
 	}
-	return total, nil
+	return n(sqstypes.QueueAttributeNameApproximateNumberOfMessages),
+		n(sqstypes.QueueAttributeNameApproximateNumberOfMessagesNotVisible),
+		n(sqstypes.QueueAttributeNameApproximateNumberOfMessagesDelayed), nil
 }

@@ -18,7 +18,9 @@ import (
 	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
+	"github.com/webhook-inbox/webhook-inbox/infra/local/template"
 	"github.com/webhook-inbox/webhook-inbox/internal/awstest"
+	"github.com/webhook-inbox/webhook-inbox/internal/claimcheck"
 	"github.com/webhook-inbox/webhook-inbox/internal/effects"
 	"github.com/webhook-inbox/webhook-inbox/internal/examples"
 	"github.com/webhook-inbox/webhook-inbox/internal/inbox"
@@ -60,6 +62,10 @@ func TestShortRun(t *testing.T) {
 	// Not less: below the outbox's longest call plus the processor's
 	// margin no row is ever delivered (the README's torture section).
 	o.ProcessorTimeout, o.Visibility = 20*time.Second, 30*time.Second
+	// The template's harshest corner that a short run can wait out: the
+	// least receives a message gets, the shortest sweep threshold, and a
+	// base over its cap. (The full run draws its set from the seed.)
+	o.Params = "RetryBaseSeconds=4,RetryCapSeconds=2,MaxReceiveCount=2,SweepAfterSeconds=1"
 	var damaged *report
 	var staleKey string // the processed event whose message damage puts in the DLQ
 	o.inspect = func(sys *system, w *workload, st *sendStats, rep *report) {
@@ -80,6 +86,12 @@ func TestShortRun(t *testing.T) {
 	if rep.Answers[answerHang] == 0 || rep.Answers[answer500] == 0 || rep.Answers[answer503] == 0 {
 		t.Errorf("the receiver never hung, failed and refused: %v", rep.Answers)
 	}
+	if op := rep.Operator; op == nil || op.Actions[opRerun] == 0 || op.Actions[opSweep] == 0 || op.Actions[opDrain] == 0 || op.Actions[opReview] == 0 || len(rep.Reruns) == 0 {
+		t.Errorf("the operator did not act in every way: %+v, re-runs %v", op, rep.Reruns)
+	}
+	if rep.Large == 0 || rep.InS3 != rep.Large {
+		t.Errorf("large payloads: %d events, %d stored in S3; want some, all", rep.Large, rep.InS3)
+	}
 	if damaged == nil {
 		t.Fatal("the audit of the damaged system did not run")
 	}
@@ -92,8 +104,9 @@ func TestShortRun(t *testing.T) {
 		}
 	}
 	want := map[string][]string{
-		"lost": {"stranded processing", "no fact", "is \"processing\", neither dead nor processed", "row delivered, never received", "a valid event dead"},
-		"duplicates": {"invoices paid counted", "accepted 2 times", "not asked for", "not its own", "receipts accepted", "received, row failed", "no push of it processed",
+		"lost": {"stranded processing", "no fact", "is \"processing\", neither dead nor processed", "row delivered, never received", "a valid event dead",
+			"resolved from unknown, never received"},
+		"duplicates": {"the re-run applied something again", "invoices paid counted", "accepted 2 times", "not asked for", "not its own", "receipts accepted", "received, row failed", "no push of it processed",
 			// The tenant's invoice written into the other tenant's scope.
 			"not asked for by any event"},
 		"regression": {"subscription", "branch", "membership"},
@@ -228,6 +241,35 @@ func damage(t *testing.T, sys *system, w *workload, st *sendStats, rep *report) 
 	sys.receiver.log = log
 	sys.receiver.mu.Unlock()
 	set(effects.Outbound{Key: other}.ID(), "status", s("delivered"))
+	// Lost too: a row resolved the receiver never saw.
+	var fourth string
+	for _, r := range sys.receiver.received() {
+		if r.Answer == answerOK && r.Key != delivered.Key && r.Key != other {
+			fourth = r.Key
+			break
+		}
+	}
+	sys.receiver.mu.Lock()
+	log = sys.receiver.log[:0]
+	for _, r := range sys.receiver.log {
+		if r.Key != fourth {
+			log = append(log, r)
+		}
+	}
+	sys.receiver.log = log
+	sys.receiver.mu.Unlock()
+	set(effects.Outbound{Key: fourth}.ID(), "status", s("resolved"))
+	set(effects.Outbound{Key: fourth}.ID(), "resolved_from", s("unknown"))
+	// Duplicate: a processed event re-run with force whose re-run says
+	// it applied something.
+	set("event#"+sub.key(), "outcome", s("applied"))
+	if _, err := sys.ddb.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName: table, Key: map[string]ddbtypes.AttributeValue{"pk": s("event#" + sub.key())},
+		UpdateExpression:          aws.String("SET reruns = :one"),
+		ExpressionAttributeValues: map[string]ddbtypes.AttributeValue{":one": &ddbtypes.AttributeValueMemberN{Value: "1"}},
+	}); err != nil {
+		t.Fatal(err)
+	}
 	// Lost and duplicate: a processed push made dead by a permanent
 	// error, its commits facts still.
 	set("event#"+lastPush.key(), "status", s("dead"))
@@ -236,7 +278,7 @@ func damage(t *testing.T, sys *system, w *workload, st *sendStats, rep *report) 
 	// receipt whose row says it failed.
 	var third receipt
 	for _, r := range sys.receiver.received() {
-		if r.Answer == answerOK && r.Key != delivered.Key && r.Key != other {
+		if r.Answer == answerOK && r.Key != delivered.Key && r.Key != other && r.Key != fourth {
 			third = r
 			break
 		}
@@ -254,7 +296,7 @@ func damage(t *testing.T, sys *system, w *workload, st *sendStats, rep *report) 
 	set(effects.ScopedID(githubScope, effects.Update{Entity: examples.BranchEntity, Key: branch.Branch}.ID()), "head", s("0000000000000000000000000000000000000000"))
 	set(effects.ScopedID(stripeScope(inv.Tenant), effects.Update{Entity: examples.MembershipEntity, Key: inv.Customer}.ID()), "seq_tie", s("in_older"))
 
-	damaged, err := audit(ctx, sys, w, st)
+	damaged, err := audit(ctx, sys, w, st, rep.Operator)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -276,7 +318,7 @@ func workerLogs(dir string) string {
 }
 
 func TestGenerate(t *testing.T) {
-	a, b := generate(1000, 3), generate(1000, 3)
+	a, b := generate(1000, 3, 0.05), generate(1000, 3, 0.05)
 	if len(a.Events) != 1000 {
 		t.Fatalf("got %d events, want 1000", len(a.Events))
 	}
@@ -285,7 +327,7 @@ func TestGenerate(t *testing.T) {
 			t.Fatalf("delivery %d differs between two runs of one seed", i)
 		}
 	}
-	if c := generate(1000, 4); c.Deliveries[0].Event.ID == a.Deliveries[0].Event.ID && c.Deliveries[1].Event.ID == a.Deliveries[1].Event.ID {
+	if c := generate(1000, 4, 0.05); c.Deliveries[0].Event.ID == a.Deliveries[0].Event.ID && c.Deliveries[1].Event.ID == a.Deliveries[1].Event.ID {
 		t.Error("another seed gave the same order")
 	}
 	per := map[*event]int{}
@@ -328,8 +370,71 @@ func TestGenerate(t *testing.T) {
 			both++
 		}
 	}
+	large := 0
+	for _, ev := range a.Events {
+		if len(ev.Body) > largeBytes {
+			large++
+			if z := claimcheck.Gzip(ev.Body); len(z) <= claimcheck.InlineMax {
+				t.Errorf("%s: a large event's payload gzips to %d bytes, within the claim check's inline %d", ev.ID, len(z), claimcheck.InlineMax)
+			}
+		}
+	}
+	if large == 0 || large != a.Large {
+		t.Errorf("large events: %d bodies over %d bytes, the workload counts %d", large, largeBytes, a.Large)
+	}
 	if a.Bursts == 0 || twice == 0 || long < 20 || kinds["push"] == 0 || kinds["customer.subscription.deleted"] == 0 || both == 0 {
 		t.Errorf("workload lacks a piece: %d bursts, %d shared invoices, longest subscription %d events, kinds %v, %d invoice ids under both tenants", a.Bursts, twice, long, kinds, both)
+	}
+}
+
+// TestParams: a drawn set is within the template's ranges (and the run's
+// ceilings), the same for one seed, not for every seed; an explicit set
+// outside a range is refused.
+func TestParams(t *testing.T) {
+	root, err := awstest.ModuleRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	tpl, err := template.Load(filepath.Join(root, "template.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sets := map[[4]int]bool{}
+	extremes := map[string]bool{}
+	for seed := range uint64(40) {
+		p, err := parseParams("drawn", tpl, seed)
+		if err != nil {
+			t.Fatal(err)
+		}
+		q, _ := parseParams("drawn", tpl, seed)
+		if p.String() != q.String() {
+			t.Fatalf("seed %d drew %s, then %s", seed, p, q)
+		}
+		for name, v := range map[string]int{"RetryBaseSeconds": p.RetryBase, "RetryCapSeconds": p.RetryCap, "MaxReceiveCount": p.MaxReceiveCount, "SweepAfterSeconds": p.SweepAfter} {
+			decl, _ := tpl.Parameter(name)
+			if float64(v) < *decl.MinValue || float64(v) > *decl.MaxValue || v > paramCeilings[name] {
+				t.Errorf("seed %d: %s %d outside [%g, %g] or over the ceiling %d", seed, name, v, *decl.MinValue, *decl.MaxValue, paramCeilings[name])
+			}
+			if float64(v) == *decl.MinValue {
+				extremes[name+" lowest"] = true
+			}
+		}
+		if p.RetryBase > p.RetryCap {
+			extremes["base over cap"] = true
+		}
+		sets[[4]int{p.RetryBase, p.RetryCap, p.MaxReceiveCount, p.SweepAfter}] = true
+	}
+	if len(sets) < 30 || len(extremes) < 5 {
+		t.Errorf("40 seeds drew %d sets, reaching %v", len(sets), extremes)
+	}
+	p, err := parseParams("MaxReceiveCount=2,SweepAfterSeconds=1", tpl, 1)
+	if err != nil || p.MaxReceiveCount != 2 || p.SweepAfter != 1 || p.RetryCap != fixedParams().RetryCap {
+		t.Errorf("explicit: %+v, %v", p, err)
+	}
+	for _, bad := range []string{"MaxReceiveCount=1", "RetryCapSeconds=50000", "ProcessorConcurrency=3", "MaxReceiveCount", "MaxReceiveCount=x"} {
+		if _, err := parseParams(bad, tpl, 1); err == nil {
+			t.Errorf("-params %s: no error", bad)
+		}
 	}
 }
 
@@ -365,6 +470,8 @@ func TestOptionsCheck(t *testing.T) {
 		func(o *options) { o.FaultRate = 1.5 },
 		func(o *options) { o.Senders = 0 },
 		func(o *options) { o.Settle = 0 },
+		func(o *options) { o.Operator = -time.Second },
+		func(o *options) { o.LargeFraction = 2 },
 	} {
 		o := defaults()
 		mod(&o)

@@ -106,6 +106,10 @@ type workload struct {
 	Bursts                            int
 	// Shared counts the invoice and subscription ids under both tenants.
 	Shared int
+	// Large counts the events whose payload goes to the S3 claim check.
+	Large int
+	// large is the fraction of invoice events sent large.
+	large float64
 }
 
 // Sizes of the workload's pieces.
@@ -120,9 +124,13 @@ const (
 // rest), and pushes to a few branches (some commits pushed twice). Each
 // event is delivered 1 to 5 times, a few as a burst of 20 identical
 // deliveries at once; the order of all deliveries is shuffled.
-func generate(n int, seed uint64) *workload {
+//
+// A fraction large of the invoice events carry a description of
+// largeBytes of random text: over the claim check's limit even
+// compressed, so their payloads go to S3.
+func generate(n int, seed uint64, large float64) *workload {
 	r := rand.New(rand.NewPCG(seed, 0x70727475))
-	w := &workload{}
+	w := &workload{large: large}
 	base := int64(1767225600) // 2026-01-01
 	tag := fmt.Sprintf("t%d", seed)
 
@@ -253,8 +261,13 @@ func (w *workload) invoice(r *rand.Rand, tenant string, i int, tag string, base 
 	for j, typ := range types {
 		ev := &event{Source: "stripe", Account: tenant, ID: fmt.Sprintf("evt_%s_in%05d_%d", tag, i, j), Type: typ, Invoice: inv,
 			Created: base + int64(r.IntN(86400))}
-		ev.Body = fmt.Appendf(nil, `{"id":%q,"object":"event","api_version":"2024-06-20","type":%q,"created":%d,"livemode":false,"data":{"object":{"id":%q,"object":"invoice","amount_paid":%d,"currency":"eur","customer":%q,"period_end":%d,"lines":{"object":"list","data":[{"object":"line_item","period":{"start":%d,"end":%d}}]}}}}`,
-			ev.ID, typ, ev.Created, inv.ID, inv.Amount, inv.Customer, inv.PeriodEnd-30*86400, inv.PeriodEnd-30*86400, inv.PeriodEnd)
+		description := "Subscription"
+		if r.Float64() < w.large {
+			w.Large++
+			description = largeText(uint64(i)<<8 | uint64(j))
+		}
+		ev.Body = fmt.Appendf(nil, `{"id":%q,"object":"event","api_version":"2024-06-20","type":%q,"created":%d,"livemode":false,"data":{"object":{"id":%q,"object":"invoice","amount_paid":%d,"currency":"eur","customer":%q,"description":%q,"period_end":%d,"lines":{"object":"list","data":[{"object":"line_item","period":{"start":%d,"end":%d}}]}}}}`,
+			ev.ID, typ, ev.Created, inv.ID, inv.Amount, inv.Customer, description, inv.PeriodEnd-30*86400, inv.PeriodEnd-30*86400, inv.PeriodEnd)
 		w.Events = append(w.Events, ev)
 	}
 }
@@ -294,6 +307,20 @@ func (w *workload) sends() int {
 		n += d.Copies
 	}
 	return n
+}
+
+// largeBytes is the size of a large event's description: random hex,
+// which gzip halves, so 48 KiB is over the claim check's 16 KiB inline
+// limit.
+const largeBytes = 48 << 10
+
+func largeText(seed uint64) string {
+	r := rand.New(rand.NewPCG(seed, 0x6c617267))
+	b := make([]byte, largeBytes/2)
+	for i := range b {
+		b[i] = byte(r.Uint32())
+	}
+	return hex.EncodeToString(b)
 }
 
 func sha(r *rand.Rand) string {

@@ -151,9 +151,10 @@ func Load(getenv func(string) string, need Need) (Config, error) {
 	c.Concurrency = intVar(getenv, "PROCESSOR_CONCURRENCY", DefaultConcurrency, 1, 100, &errs)
 	c.RetryBase = time.Duration(intVar(getenv, "RETRY_BASE_SECONDS", DefaultRetryBaseSeconds, 1, 43200, &errs)) * time.Second
 	c.RetryCap = time.Duration(intVar(getenv, "RETRY_CAP_SECONDS", DefaultRetryCapSeconds, 1, 43200, &errs)) * time.Second
-	if c.RetryCap < c.RetryBase {
-		errs = append(errs, fmt.Errorf("RETRY_CAP_SECONDS (%d) is below RETRY_BASE_SECONDS (%d)", c.RetryCap/time.Second, c.RetryBase/time.Second))
-	}
+	// A cap below the base is not refused: template.yaml cannot refuse it
+	// (CloudFormation's rules do not compare numbers), and refusing it here
+	// would stop every function at its start. The backoff is then the cap
+	// from the first receive on: min(cap, base·2^(n-1)).
 	c.SweepAfter = time.Duration(intVar(getenv, "SWEEP_AFTER_SECONDS", DefaultSweepAfterSeconds, 1, 86400, &errs)) * time.Second
 	c.ReceiptWebhookURL = strings.TrimSpace(getenv("RECEIPT_WEBHOOK_URL"))
 	if u := c.ReceiptWebhookURL; u != "" {

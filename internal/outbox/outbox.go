@@ -152,8 +152,10 @@ func New(cfg Config) (*Deliverer, error) {
 	switch {
 	case cfg.MaxAttempts < 1:
 		return nil, errors.New("outbox: MaxAttempts must be at least 1")
-	case cfg.RetryBase <= 0 || cfg.RetryCap < cfg.RetryBase:
-		return nil, fmt.Errorf("outbox: want 0 < RetryBase (%s) <= RetryCap (%s)", cfg.RetryBase, cfg.RetryCap)
+	case cfg.RetryBase <= 0 || cfg.RetryCap <= 0:
+		// A cap below the base is allowed (template.yaml cannot refuse
+		// it): every backoff is then the cap.
+		return nil, fmt.Errorf("outbox: want RetryBase (%s) and RetryCap (%s) over 0", cfg.RetryBase, cfg.RetryCap)
 	}
 	client := http.Client{}
 	if cfg.Client != nil {
@@ -301,7 +303,7 @@ func (d *Deliverer) one(work, book context.Context, ev inbox.Key, i int, key, ow
 		d.cfg.Logger.Error("outbox row missing", "event_key", ev.String(), "row", i)
 		return Dead, time.Time{}, false, nil
 	case err != nil:
-		return Pending, now.Add(d.cfg.RetryBase), false, fmt.Errorf("row %d: %w", i, err)
+		return Pending, now.Add(min(d.cfg.RetryBase, d.cfg.RetryCap)), false, fmt.Errorf("row %d: %w", i, err)
 	}
 	if prev.Action != effects.ActionEventBridge {
 		// Not coming to the batcher: it need not wait for this row.

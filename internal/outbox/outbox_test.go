@@ -514,7 +514,7 @@ func TestNewRejects(t *testing.T) {
 		"not http":          {Store: newMemStore(), Logger: logger, Targets: map[string]outbox.Target{"t": {URL: "ftp://example.com/x"}}},
 		"negative timeout":  {Store: newMemStore(), Logger: logger, Targets: map[string]outbox.Target{"t": {URL: "http://127.0.0.1/", Timeout: -1}}},
 		"attempts":          {Store: newMemStore(), Logger: logger, MaxAttempts: -1},
-		"cap below base":    {Store: newMemStore(), Logger: logger, RetryBase: time.Minute, RetryCap: time.Second},
+		"negative cap":      {Store: newMemStore(), Logger: logger, RetryCap: -time.Second},
 		"negative backoffs": {Store: newMemStore(), Logger: logger, RetryBase: -time.Second},
 	} {
 		if _, err := outbox.New(cfg); err == nil {
@@ -523,6 +523,11 @@ func TestNewRejects(t *testing.T) {
 	}
 	if _, err := outbox.New(outbox.Config{Store: newMemStore(), Logger: logger, Targets: map[string]outbox.Target{"t": {URL: "https://example.com/x"}, "log": {}}}); err != nil {
 		t.Errorf("valid config: %v", err)
+	}
+	// A cap below the base, which template.yaml accepts (refused, the
+	// processor would fail at its start).
+	if _, err := outbox.New(outbox.Config{Store: newMemStore(), Logger: logger, RetryBase: time.Minute, RetryCap: time.Second}); err != nil {
+		t.Errorf("cap below base: %v", err)
 	}
 }
 

@@ -181,8 +181,10 @@ func New(cfg Config) (*Processor, error) {
 		return nil, errors.New("processor: MaxAttempts must be at least MaxReceiveCount")
 	case cfg.Margin < 0:
 		return nil, errors.New("processor: Margin must not be negative")
-	case cfg.RetryBase < time.Second || cfg.RetryCap < cfg.RetryBase || cfg.RetryCap > MaxRetryCap:
-		return nil, fmt.Errorf("processor: want 1s <= RetryBase (%s) <= RetryCap (%s) <= %s", cfg.RetryBase, cfg.RetryCap, MaxRetryCap)
+	case cfg.RetryBase < time.Second || cfg.RetryCap < time.Second || cfg.RetryCap > MaxRetryCap:
+		// A cap below the base is allowed (template.yaml cannot refuse
+		// it): every backoff is then the cap.
+		return nil, fmt.Errorf("processor: want RetryBase (%s) of 1s or more, and RetryCap (%s) from 1s to %s", cfg.RetryBase, cfg.RetryCap, MaxRetryCap)
 	}
 	if cfg.Lease <= 0 {
 		cfg.Lease = time.Minute

@@ -833,7 +833,7 @@ func TestNewRejects(t *testing.T) {
 		"no visibility":  func(c *Config) { c.Visibility = nil },
 		"no outbox":      func(c *Config) { c.Outbox = nil },
 		"no receives":    func(c *Config) { c.MaxReceiveCount = 0 },
-		"cap below base": func(c *Config) { c.RetryBase, c.RetryCap = time.Minute, time.Second },
+		"base below 1s":  func(c *Config) { c.RetryBase = time.Millisecond },
 		"cap over 12h":   func(c *Config) { c.RetryCap = 13 * time.Hour },
 		"concurrency":    func(c *Config) { c.Concurrency = -1 },
 		"attempts":       func(c *Config) { c.MaxReceiveCount, c.MaxAttempts = 3, 2 },
@@ -846,6 +846,19 @@ func TestNewRejects(t *testing.T) {
 	}
 	if _, err := New(base); err != nil {
 		t.Errorf("defaults: %v", err)
+	}
+	// A cap below the base, which template.yaml accepts: every backoff is
+	// the cap.
+	c := base
+	c.RetryBase, c.RetryCap, c.Rand = time.Minute, 5*time.Second, func() float64 { return 1 }
+	p, err := New(c)
+	if err != nil {
+		t.Fatalf("cap below base: %v", err)
+	}
+	for n := 1; n <= 3; n++ {
+		if d := p.backoff(message(t, "m", n)); d != 5*time.Second {
+			t.Errorf("cap below base, receive %d: backoff %s, want the cap", n, d)
+		}
 	}
 }
 
