@@ -132,10 +132,10 @@ type report struct {
 	// Operator is what the operator did; Reruns what the table says of
 	// the events re-run (by status/outcome), Resent and Resolved the rows
 	// reviewed (by state now).
-	Operator           *opReport
-	Reruns             map[string]int
-	RerunCount         int
-	Resent, Resolved   map[string]int
+	Operator         *opReport
+	Reruns           map[string]int
+	RerunCount       int
+	Resent, Resolved map[string]int
 
 	SendTime, AllDone, Elapsed time.Duration
 	// Final is when every event was finished and every outbox row final,

@@ -830,13 +830,13 @@ func TestLease(t *testing.T) {
 func TestNewRejects(t *testing.T) {
 	base := Config{Store: &fakeStore{}, Outbox: &fakeOutbox{}, DeadLetters: &fakeDLQ{}, Visibility: &fakeVisibility{}, Routes: Routes{}, Logger: slog.New(slog.DiscardHandler), MaxReceiveCount: 1}
 	for name, mod := range map[string]func(*Config){
-		"no visibility":  func(c *Config) { c.Visibility = nil },
-		"no outbox":      func(c *Config) { c.Outbox = nil },
-		"no receives":    func(c *Config) { c.MaxReceiveCount = 0 },
-		"base below 1s":  func(c *Config) { c.RetryBase = time.Millisecond },
-		"cap over 12h":   func(c *Config) { c.RetryCap = 13 * time.Hour },
-		"concurrency":    func(c *Config) { c.Concurrency = -1 },
-		"attempts":       func(c *Config) { c.MaxReceiveCount, c.MaxAttempts = 3, 2 },
+		"no visibility": func(c *Config) { c.Visibility = nil },
+		"no outbox":     func(c *Config) { c.Outbox = nil },
+		"no receives":   func(c *Config) { c.MaxReceiveCount = 0 },
+		"base below 1s": func(c *Config) { c.RetryBase = time.Millisecond },
+		"cap over 12h":  func(c *Config) { c.RetryCap = 13 * time.Hour },
+		"concurrency":   func(c *Config) { c.Concurrency = -1 },
+		"attempts":      func(c *Config) { c.MaxReceiveCount, c.MaxAttempts = 3, 2 },
 	} {
 		c := base
 		mod(&c)
