@@ -134,7 +134,8 @@ type report struct {
 	// reviewed (by state now).
 	Operator         *opReport
 	Reruns           map[string]int
-	RerunCount       int
+	Rerun            int // events re-run
+	RerunCount       int // their re-runs
 	Resent, Resolved map[string]int
 
 	SendTime, AllDone, Elapsed time.Duration
@@ -208,6 +209,7 @@ func audit(ctx context.Context, sys *system, w *workload, st *sendStats, ops *op
 		processed[ev] = it.Status == string(inbox.StatusProcessed) || it.Reruns > 0
 		if it.Reruns > 0 {
 			rep.Reruns[it.Status+"/"+it.Outcome]++
+			rep.Rerun++
 			rep.RerunCount += it.Reruns
 			// A re-run finds every part its first run wrote: it applies
 			// nothing again (I4), so it is never "applied".
@@ -625,7 +627,7 @@ func (r *report) print(out io.Writer) {
 	if r.Operator != nil {
 		fmt.Fprintf(out, "torture: operator: %s\n", r.Operator.line())
 		fmt.Fprintf(out, "torture: operator: forced re-runs: %d events re-run %d times, now %s; none applied anything again (the ledger, membership, receipt and fact checks cover their effects)\n",
-			len(r.Reruns), r.RerunCount, counts(r.Reruns))
+			r.Rerun, r.RerunCount, counts(r.Reruns))
 		fmt.Fprintf(out, "torture: operator: outbox review: %d rows resolved (from %s), each received; %d receipt rows resent, now %s, none received twice\n",
 			len(r.Operator.Resolved), counts(r.Resolved), len(r.Operator.Resent), counts(r.Resent))
 	}

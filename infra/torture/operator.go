@@ -37,6 +37,8 @@ type operator struct {
 	// Actions counts the requests per action; Errors those whose summary
 	// had an error (a fault, mostly: the run goes on).
 	actions, errors map[string]int
+	// lastErr is each action's last error, for the report.
+	lastErr map[string]string
 	// Rerun holds the events a forced re-run was made for.
 	rerun map[string]bool
 	// Resolved and Resent hold the rows reviewed.
@@ -54,7 +56,7 @@ const (
 func newOperator(sys *system, w *workload, seed uint64, every time.Duration) *operator {
 	return &operator{sys: sys, w: w, rand: rand.New(rand.NewPCG(seed, 0x6f706572)), every: every,
 		stopCh: make(chan struct{}), done: make(chan struct{}),
-		tally: map[string]map[string]int{}, actions: map[string]int{}, errors: map[string]int{},
+		tally: map[string]map[string]int{}, actions: map[string]int{}, errors: map[string]int{}, lastErr: map[string]string{},
 		rerun: map[string]bool{}, resolved: map[string]bool{}, resent: map[string]bool{}}
 }
 
@@ -92,14 +94,21 @@ func (op *operator) stop() {
 
 // act runs one request for real and tallies its summary.
 func (op *operator) act(ctx context.Context, name string, req replay.Request) replay.Summary {
-	no := false
-	req.DryRun = &no
+	if req.Action != replay.ActionOutbox { // the listing only reads, and takes no dry_run
+		no := false
+		req.DryRun = &no
+	}
 	s, err := op.sys.stack.Replay.Handle(ctx, req)
 	op.mu.Lock()
 	defer op.mu.Unlock()
 	op.actions[name]++
-	if err != nil || s.Error != "" || s.Refused != "" {
+	switch {
+	case err != nil:
 		op.errors[name]++
+		op.lastErr[name] = err.Error()
+	case s.Error != "":
+		op.errors[name]++
+		op.lastErr[name] = s.Error
 	}
 	if op.tally[name] == nil {
 		op.tally[name] = map[string]int{}
@@ -150,6 +159,7 @@ func (op *operator) review(ctx context.Context) {
 // opReport is what the operator did, for the audit.
 type opReport struct {
 	Actions, Errors  map[string]int
+	LastErr          map[string]string
 	Tally            map[string]map[string]int
 	Rerun            map[string]bool
 	Resolved, Resent map[string]bool
@@ -162,7 +172,7 @@ func (op *operator) report() *opReport {
 	for k, v := range op.tally {
 		tally[k] = maps.Clone(v)
 	}
-	return &opReport{Actions: maps.Clone(op.actions), Errors: maps.Clone(op.errors), Tally: tally,
+	return &opReport{Actions: maps.Clone(op.actions), Errors: maps.Clone(op.errors), LastErr: maps.Clone(op.lastErr), Tally: tally,
 		Rerun: maps.Clone(op.rerun), Resolved: maps.Clone(op.resolved), Resent: maps.Clone(op.resent)}
 }
 
@@ -176,7 +186,7 @@ func (r *opReport) line() string {
 	for _, a := range slices.Sorted(maps.Keys(r.Actions)) {
 		p := fmt.Sprintf("%s %d", a, r.Actions[a])
 		if n := r.Errors[a]; n > 0 {
-			p += fmt.Sprintf(" (%d with an error)", n)
+			p += fmt.Sprintf(" (%d with an error, the last: %s)", n, clip(r.LastErr[a], 120))
 		}
 		if t := r.Tally[a]; len(t) > 0 {
 			p += " [" + counts(t) + "]"

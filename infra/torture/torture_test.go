@@ -86,7 +86,8 @@ func TestShortRun(t *testing.T) {
 	if rep.Answers[answerHang] == 0 || rep.Answers[answer500] == 0 || rep.Answers[answer503] == 0 {
 		t.Errorf("the receiver never hung, failed and refused: %v", rep.Answers)
 	}
-	if op := rep.Operator; op == nil || op.Actions[opRerun] == 0 || op.Actions[opSweep] == 0 || op.Actions[opDrain] == 0 || op.Actions[opReview] == 0 || len(rep.Reruns) == 0 {
+	if op := rep.Operator; op == nil || op.Actions[opRerun] == 0 || op.Actions[opSweep] == 0 || op.Actions[opDrain] == 0 ||
+		op.Actions[opReview] == op.Errors[opReview] || len(op.Resolved)+len(op.Resent) == 0 || rep.Rerun == 0 {
 		t.Errorf("the operator did not act in every way: %+v, re-runs %v", op, rep.Reruns)
 	}
 	if rep.Large == 0 || rep.InS3 != rep.Large {
