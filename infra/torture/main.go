@@ -62,6 +62,7 @@ func main() {
 	flag.DurationVar(&opts.ProcessorTimeout, "processor-timeout", opts.ProcessorTimeout, "the processor function's timeout (0: the template's)")
 	flag.StringVar(&opts.Params, "params", opts.Params, "retry and sweep settings: drawn (from -seed, within template.yaml's ranges), fixed, or e.g. RetryBaseSeconds=2,RetryCapSeconds=9,MaxReceiveCount=2,SweepAfterSeconds=1")
 	flag.DurationVar(&opts.Operator, "operator", opts.Operator, "mean time between operator actions (forced re-runs, sweeps, drain-dlq, outbox review) while the run goes on (0: none)")
+	flag.DurationVar(&opts.OperatorAfter, "operator-after", opts.OperatorAfter, "how long the operator goes on acting after the last delivery")
 	flag.Float64Var(&opts.LargeFraction, "large", opts.LargeFraction, "fraction of invoice events with a payload large enough for the S3 claim check")
 	flag.BoolVar(&opts.Load, "load", false, "the load benchmark: no faults, no kills, beside the floor of minimal calls")
 	flag.StringVar(&opts.Dir, "dir", opts.Dir, "directory for the emulators' and workers' logs")
@@ -142,6 +143,11 @@ type options struct {
 	// Operator is the mean time between operator actions while the run
 	// goes on (0: none); see operate.
 	Operator time.Duration
+	// OperatorAfter is how long the operator goes on acting after the
+	// last delivery (it stops earlier if every event is finished first):
+	// an operator who never stops re-running events keeps some unfinished,
+	// and the run would measure that instead.
+	OperatorAfter time.Duration
 	// LargeFraction is the fraction of invoice events sent with a payload
 	// large enough for the S3 claim check.
 	LargeFraction float64
@@ -165,7 +171,7 @@ func defaults() options {
 	}
 	return options{
 		Events: 10000, Seed: 1, Workers: 2, KillEvery: 2 * time.Second, FaultRate: 0.05, Senders: 16, Backlog: 0,
-		Visibility: 40 * time.Second, SweepEvery: 10 * time.Second, Params: "drawn", Operator: time.Second, LargeFraction: 0.03,
+		Visibility: 40 * time.Second, SweepEvery: 10 * time.Second, Params: "drawn", Operator: time.Second, OperatorAfter: time.Minute, LargeFraction: 0.03,
 		Hang: 12 * time.Second, Settle: 6 * time.Minute,
 		Dir: filepath.Join(root, ".build", "torture"), Root: root,
 	}
@@ -187,8 +193,8 @@ func (o options) check() error {
 		return fmt.Errorf("-visibility %s, -processor-timeout %s: want 0 or more", o.Visibility, o.ProcessorTimeout)
 	case o.Visibility > 0 && o.ProcessorTimeout > o.Visibility:
 		return fmt.Errorf("-processor-timeout %s over -visibility %s: Lambda requires the queue's visibility timeout to be at least the function's timeout", o.ProcessorTimeout, o.Visibility)
-	case o.Operator < 0:
-		return fmt.Errorf("-operator %s: want 0 or more", o.Operator)
+	case o.Operator < 0 || o.OperatorAfter < 0:
+		return fmt.Errorf("-operator %s, -operator-after %s: want 0 or more", o.Operator, o.OperatorAfter)
 	case o.LargeFraction < 0 || o.LargeFraction > 1:
 		return fmt.Errorf("-large %g: want a fraction from 0 to 1", o.LargeFraction)
 	case o.Settle <= 0:

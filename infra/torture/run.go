@@ -107,6 +107,10 @@ func run(ctx context.Context, o options, out io.Writer) (*report, error) {
 		return nil, err
 	}
 	sendTime := time.Since(sent)
+	if op != nil {
+		t := time.AfterFunc(o.OperatorAfter, op.stop)
+		defer t.Stop()
+	}
 	// The kills, faults and operator actions go on while the system
 	// settles, until every event is finished and every outbox row final:
 	// most of the processing happens then. What the main queue still holds

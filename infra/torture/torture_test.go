@@ -66,6 +66,10 @@ func TestShortRun(t *testing.T) {
 	// least receives a message gets, the shortest sweep threshold, and a
 	// base over its cap. (The full run draws its set from the seed.)
 	o.Params = "RetryBaseSeconds=4,RetryCapSeconds=2,MaxReceiveCount=2,SweepAfterSeconds=1"
+	// The operator acts while the workload is sent and 20 s after: acting
+	// on until every event is finished, its re-runs and the kills hold
+	// the run's end back by minutes.
+	o.OperatorAfter = 20 * time.Second
 	var damaged *report
 	var staleKey string // the processed event whose message damage puts in the DLQ
 	o.inspect = func(sys *system, w *workload, st *sendStats, rep *report) {
