@@ -8,7 +8,6 @@ import (
 	"math/rand/v2"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/webhook-inbox/webhook-inbox/infra/local/template"
 )
@@ -128,8 +127,6 @@ func parseParams(s string, tpl *template.Template, seed uint64) (params, error) 
 	}
 	return p, nil
 }
-
-func (p params) sweepAfter() time.Duration { return time.Duration(p.SweepAfter) * time.Second }
 
 // String is the set as the report prints it.
 func (p params) String() string {
