@@ -244,27 +244,29 @@ func TestSweep(t *testing.T) {
 	}
 	no := false
 	sum, err = r.Handle(ctx, replay.Request{Action: replay.ActionSweep, DryRun: &no})
-	if err != nil || sum.Moved != 2 || sum.Error != "" {
+	if err != nil || sum.Moved != 2 || sum.Error != "" || sum.MainQueueMessages == nil || *sum.MainQueueMessages != 0 {
 		t.Fatalf("sweep: got %+v, %v", sum, err)
 	}
+	// Received, and lost: the events stay unfinished.
 	got := drainAll(t, st.main)
 	want := []string{bodyOf(t, failed), bodyOf(t, stranded)}
 	sort.Strings(want)
 	if fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Errorf("enqueued: got %q, want %q", got, want)
 	}
-	// Swept events are not due again at once, nor a threshold later: an
-	// event unfinished after a re-enqueue is probably waiting in a deep
-	// queue, so the next copy waits as long as the event is old (an hour
-	// here).
+	// Swept events are not due again at once.
 	sum, _ = r.Handle(ctx, replay.Request{Action: replay.ActionSweep, DryRun: &no})
 	if sum.Moved != 0 {
 		t.Errorf("second sweep at once: moved %d, want 0", sum.Moved)
 	}
+	// A threshold later, with the main queue empty, nothing of theirs is
+	// waiting in it: their copies were lost, and they are sent again (with
+	// the young event, now 7 minutes old).
 	r = st.replayer(now.Add(6 * time.Minute))
 	sum, _ = r.Handle(ctx, replay.Request{Action: replay.ActionSweep, DryRun: &no})
-	if fmt.Sprint(sum.Events) != "[stripe##evt_young]" {
-		t.Errorf("sweep a threshold later: moved %v, want only the young event, now 7 minutes old", sum.Events)
+	sort.Strings(sum.Events)
+	if want := fmt.Sprint([]string{failed.String(), stranded.String(), "stripe##evt_young"}); fmt.Sprint(sum.Events) != want {
+		t.Errorf("sweep a threshold later, the queue empty: moved %v, want %s", sum.Events, want)
 	}
 	// A shorter threshold on request: the leased event, whose lease ended
 	// 5 minutes ago, is overdue by more than 1 s.
@@ -272,11 +274,31 @@ func TestSweep(t *testing.T) {
 	if fmt.Sprint(sum.Events) != "["+leased.String()+"]" {
 		t.Errorf("threshold 1 s: examined %v, want only %s", sum.Events, leased)
 	}
-	r = st.replayer(now.Add(66 * time.Minute))
+	// With the main queue deep (100 messages or more), an event unfinished
+	// after a re-enqueue is probably waiting in it, so its next copy waits
+	// as long as the event is old (an hour at most).
+	drainAll(t, st.main)
+	for i := range 100 {
+		if err := st.main.Send(ctx, fmt.Sprintf(`{"backlog":%d}`, i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	r = st.replayer(now.Add(12 * time.Minute))
+	sum, _ = r.Handle(ctx, replay.Request{Action: replay.ActionSweep, DryRun: &no})
+	if sum.Moved != 4 || sum.MainQueueMessages == nil || *sum.MainQueueMessages < 100 {
+		t.Errorf("sweep, the queue deep: moved %v, the queue holding %v, want all four unfinished events and 100 or more", sum.Events, sum.MainQueueMessages)
+	}
+	r = st.replayer(now.Add(18 * time.Minute))
+	sum, _ = r.Handle(ctx, replay.Request{Action: replay.ActionSweep, DryRun: &no})
+	if sum.Moved != 0 {
+		t.Errorf("a threshold later, the queue deep: moved %v, want none", sum.Events)
+	}
+	r = st.replayer(now.Add(78 * time.Minute))
 	sum, _ = r.Handle(ctx, replay.Request{Action: replay.ActionSweep, DryRun: &no})
 	if sum.Moved != 4 {
 		t.Errorf("an hour later: moved %v, want all four unfinished events", sum.Events)
 	}
+	drainAll(t, st.main)
 }
 
 // TestSweepEndsAnEventItCannotQueue: an event stored before a rule its key

@@ -1,6 +1,7 @@
 package replay
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"time"
@@ -15,9 +16,14 @@ import (
 // and one whose send fails is tried again later.
 //
 // An event still unfinished after a re-enqueue is most likely waiting in a
-// deep queue, where another copy only deepens the backlog. So the next
-// re-enqueue waits longer the older the event is (see resweep): an event
-// gets a few copies over its life, not one every sweep.
+// deep queue, where another copy only deepens the backlog. So while the
+// main queue holds shallowQueue messages or more (or cannot say how
+// many), the next re-enqueue waits longer the older the event is (see
+// resweep): an event gets a few copies over its life, not one every
+// sweep. With fewer, nothing is waiting in it: the copy was lost (a
+// worker stopped with it on its last receive, or it went to the DLQ), and
+// the event is due again at once, so the next sweep after the threshold
+// sends another.
 func (u *run) sweep() error {
 	after := u.r.SweepAfter
 	if u.req.OlderThanSeconds > 0 {
@@ -49,6 +55,14 @@ func (u *run) sweep() error {
 		// Possibly more: the next scheduled sweep takes them.
 		s.Stopped = StoppedMax
 	}
+	spaced := true
+	if d, ok := u.r.Main.(depth); ok && len(overdue) > 0 && !s.DryRun {
+		// Unanswered, the queue may be deep: copies are spaced out.
+		if n, err := d.Messages(u.ctx); err == nil {
+			s.MainQueueMessages = &n
+			spaced = n >= shallowQueue
+		}
+	}
 	for _, p := range overdue {
 		if err := u.outOfTime(); err != nil {
 			return err
@@ -58,7 +72,11 @@ func (u *run) sweep() error {
 			u.count(OutcomeRequeued, p.Key)
 			continue
 		}
-		ok, err := u.r.Store.Reschedule(u.ctx, p.Key, p.DueAt, now.Add(resweep(now.Sub(p.ReceivedAt))))
+		next := now
+		if spaced {
+			next = now.Add(resweep(now.Sub(p.ReceivedAt)))
+		}
+		ok, err := u.r.Store.Reschedule(u.ctx, p.Key, p.DueAt, next)
 		if err != nil {
 			return err
 		}
@@ -93,6 +111,16 @@ func (u *run) sweep() error {
 	}
 	return nil
 }
+
+// depth is a main queue that can count its messages (queue.Queue).
+type depth interface {
+	Messages(ctx context.Context) (int, error)
+}
+
+// shallowQueue is the fewest messages (waiting, in flight and delayed) in
+// the main queue for which the sweep spaces an event's copies out: below
+// it, a copy is not waiting in a backlog, it was lost.
+const shallowQueue = 100
 
 // maxResweep bounds the wait between two re-enqueues of one event.
 const maxResweep = time.Hour
