@@ -632,8 +632,12 @@ func (r *report) print(out io.Writer) {
 			len(r.Operator.Resolved), counts(r.Resolved), len(r.Operator.Resent), counts(r.Resent))
 	}
 	fmt.Fprintf(out, "torture: faults: %d of %d calls (%s); by call: %s\n", r.Faults.Total(), r.Faults.Calls, counts64(r.Faults.ByFault), counts64(r.Faults.ByCall))
-	fmt.Fprintf(out, "torture: %d kills, %d workers exited by themselves; every event finished and row final %s after the first delivery (kills and faults stopped then); settled %t, %s after the first delivery; run %s\n",
-		r.Kills, r.WorkerExits, r.Final.Round(time.Second), r.Settled, r.AllDone.Round(time.Second), r.Elapsed.Round(time.Second))
+	final := "never (the kills and faults went on to the end)"
+	if r.Final > 0 {
+		final = r.Final.Round(time.Second).String() + " after the first delivery (kills and faults stopped then)"
+	}
+	fmt.Fprintf(out, "torture: %d kills, %d workers exited by themselves; every event finished and row final %s; settled %t, %s after the first delivery; run %s\n",
+		r.Kills, r.WorkerExits, final, r.Settled, r.AllDone.Round(time.Second), r.Elapsed.Round(time.Second))
 	if r.Load != nil {
 		r.Load.print(out)
 	}
