@@ -443,7 +443,7 @@ func (s *Store) Claim(ctx context.Context, k inbox.Key, owner string, now, lease
 	out, err := s.api.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 		TableName:        &s.table,
 		Key:              map[string]types.AttributeValue{"pk": str(pk(k))},
-		UpdateExpression: aws.String("SET #status = :processing, lease_owner = :owner, lease_until = :until, due_ms = :until, attempts = if_not_exists(attempts, :zero) + :one, updated_at = :now REMOVE retry_ms"),
+		UpdateExpression: aws.String("SET #status = :processing, lease_owner = :owner, lease_until = :until, due_ms = :until, attempts = if_not_exists(attempts, :zero) + :one, updated_at = :now REMOVE retry_ms, swept"),
 		// A failed event's "not before" is retry_ms, which the sweep
 		// never moves. An event that failed before retry_ms was kept is
 		// claimable at once: its due_ms may be the sweep's clock, which
@@ -718,24 +718,62 @@ func pending(av map[string]types.AttributeValue) (Pending, error) {
 	return Pending{Key: splitPK(it.PK), Status: inbox.Status(it.Status), ReceivedAt: time.UnixMilli(it.ReceivedMs), DueAt: time.UnixMilli(it.DueMs)}, nil
 }
 
-// Reschedule moves an unfinished event's due time from was to due, only
-// if nothing touched it since the sweep read it; it reports whether it
-// did. The sweep reschedules before it re-enqueues, so two sweeps never
+// QuickCopies is how many copies the sweep sends an event each time it is
+// overdue after its last claim (or since it was stored, if never claimed);
+// later ones are spaced out (see Reschedule). A copy is lost when a worker
+// stops holding it on its last receive, or when its receives run out while
+// another worker holds the event: the next one should not wait as long as
+// the event is old. An event that outlives three copies unclaimed is most
+// likely waiting in a deep queue, or its processor is down, where more
+// copies only deepen the backlog or fill the DLQ.
+const QuickCopies = 3
+
+// Reschedule moves an unfinished event's due time from was, only if nothing
+// touched it since the sweep read it; it reports whether it did. It counts
+// the sweep's copies since the event's last claim (swept, which a claim
+// removes): the first QuickCopies are due again at quick, later ones at
+// spaced. The sweep reschedules before it re-enqueues, so two sweeps never
 // both send the same event. The due time is the sweep's clock only: a
 // failed event's claim waits for its RetryAt, which this leaves as it is,
 // so the message the sweep sends is claimed at once.
-func (s *Store) Reschedule(ctx context.Context, k inbox.Key, was, due time.Time) (bool, error) {
-	_, err := s.api.UpdateItem(ctx, &dynamodb.UpdateItemInput{
-		TableName:           &s.table,
-		Key:                 map[string]types.AttributeValue{"pk": str(pk(k))},
-		UpdateExpression:    aws.String("SET due_ms = :due"),
-		ConditionExpression: aws.String("attribute_exists(sweep_shard) AND due_ms = :was"),
+func (s *Store) Reschedule(ctx context.Context, k inbox.Key, was, quick, spaced time.Time) (bool, error) {
+	in := &dynamodb.UpdateItemInput{
+		TableName:        &s.table,
+		Key:              map[string]types.AttributeValue{"pk": str(pk(k))},
+		UpdateExpression: aws.String("SET due_ms = :due, swept = if_not_exists(swept, :zero) + :one"),
+		ConditionExpression: aws.String("attribute_exists(sweep_shard) AND due_ms = :was AND " +
+			"(attribute_not_exists(swept) OR swept < :quick)"),
 		ExpressionAttributeValues: map[string]types.AttributeValue{
-			":due": num(due.UnixMilli()),
-			":was": num(was.UnixMilli()),
+			":due":   num(quick.UnixMilli()),
+			":was":   num(was.UnixMilli()),
+			":zero":  num(0),
+			":one":   num(1),
+			":quick": num(QuickCopies),
 		},
-	})
+		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
+	}
+	_, err := s.api.UpdateItem(ctx, in)
 	var ccf *types.ConditionalCheckFailedException
+	switch {
+	case err == nil:
+		return true, nil
+	case !errors.As(err, &ccf):
+		return false, awserr.Wrap("reschedule "+k.String(), err)
+	}
+	// Refused: touched since the read (skipped), or its quick copies are
+	// spent (spaced), which the item as it was says.
+	var old struct {
+		Shard string `dynamodbav:"sweep_shard"`
+		DueMs int64  `dynamodbav:"due_ms"`
+	}
+	if ccf.Item == nil || attributevalue.UnmarshalMap(ccf.Item, &old) != nil || old.Shard == "" || old.DueMs != was.UnixMilli() {
+		return false, nil
+	}
+	in.ExpressionAttributeValues[":due"] = num(spaced.UnixMilli())
+	delete(in.ExpressionAttributeValues, ":quick")
+	in.ConditionExpression = aws.String("attribute_exists(sweep_shard) AND due_ms = :was")
+	in.ReturnValuesOnConditionCheckFailure = ""
+	_, err = s.api.UpdateItem(ctx, in)
 	switch {
 	case errors.As(err, &ccf):
 		return false, nil

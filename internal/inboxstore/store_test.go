@@ -872,15 +872,46 @@ func TestUnfinishedIndex(t *testing.T) {
 	if p.Status != inbox.StatusReceived || !p.DueAt.Equal(t0.Truncate(time.Millisecond)) {
 		t.Fatalf("pending: got %+v", p)
 	}
-	ok, err = s.Reschedule(ctx, p.Key, p.DueAt, at(60*time.Minute))
+	ok, err = s.Reschedule(ctx, p.Key, p.DueAt, at(60*time.Minute), at(120*time.Minute))
 	if err != nil || !ok {
 		t.Fatalf("reschedule: %v %v", ok, err)
 	}
-	if ok, err := s.Reschedule(ctx, p.Key, p.DueAt, at(61*time.Minute)); err != nil || ok {
+	if ok, err := s.Reschedule(ctx, p.Key, p.DueAt, at(61*time.Minute), at(121*time.Minute)); err != nil || ok {
 		t.Errorf("second reschedule from the same read: got %v %v, want false", ok, err)
 	}
-	if ok, err := s.Reschedule(ctx, done.Key, time.Time{}, at(61*time.Minute)); err != nil || ok {
+	if ok, err := s.Reschedule(ctx, done.Key, time.Time{}, at(61*time.Minute), at(121*time.Minute)); err != nil || ok {
 		t.Errorf("reschedule of a processed event: got %v %v, want false", ok, err)
+	}
+	// The sweep's copies since the last claim: the first QuickCopies are
+	// due at quick, later ones at spaced; a claim starts the count again.
+	due := func(k inbox.Key) time.Time {
+		ev, err := s.Get(ctx, k, at(60*time.Minute))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return ev.DueAt
+	}
+	was := at(60 * time.Minute)
+	for i := 2; i <= inboxstore.QuickCopies+1; i++ {
+		quick, spaced := at(time.Duration(60+i)*time.Minute), at(time.Duration(120+i)*time.Minute)
+		if ok, err := s.Reschedule(ctx, p.Key, was, quick, spaced); err != nil || !ok {
+			t.Fatalf("copy %d: %v %v", i, ok, err)
+		}
+		want := quick
+		if i > inboxstore.QuickCopies {
+			want = spaced
+		}
+		if got := due(p.Key); got.UnixMilli() != want.UnixMilli() {
+			t.Errorf("copy %d: due at %s, want %s", i, got.Sub(t0), want.Sub(t0))
+		}
+		was = due(p.Key)
+	}
+	if ok, err := s.Reschedule(ctx, p.Key, at(time.Minute), at(200*time.Minute), at(201*time.Minute)); err != nil || ok {
+		t.Errorf("spent, and touched since the read: got %v %v, want false", ok, err)
+	}
+	mustClaim(t, s, p.Key, "w2", at(130*time.Minute), at(131*time.Minute))
+	if ok, err := s.Reschedule(ctx, p.Key, at(131*time.Minute), at(140*time.Minute), at(200*time.Minute)); err != nil || !ok || due(p.Key).UnixMilli() != at(140*time.Minute).UnixMilli() {
+		t.Errorf("after a claim: %v %v, due %s, want the quick time again", ok, err, due(p.Key).Sub(t0))
 	}
 }
 
@@ -926,7 +957,7 @@ func TestUnavailable(t *testing.T) {
 		{"requeue", func(ctx context.Context) error { _, _, err := s.Requeue(ctx, e.Key, t0, false); return err }},
 		{"overdue", func(ctx context.Context) error { _, err := s.Overdue(ctx, t0, 10); return err }},
 		{"oldest", func(ctx context.Context) error { _, _, err := s.Oldest(ctx); return err }},
-		{"reschedule", func(ctx context.Context) error { _, err := s.Reschedule(ctx, e.Key, t0, t0); return err }},
+		{"reschedule", func(ctx context.Context) error { _, err := s.Reschedule(ctx, e.Key, t0, t0, t0); return err }},
 		{"effect", func(ctx context.Context) error {
 			_, err := s.Fact(ctx, "stripe#acct_1", "invoice_paid", "in_offline")
 			return err

@@ -14,6 +14,7 @@ import (
 
 	"github.com/webhook-inbox/webhook-inbox/internal/effects"
 	"github.com/webhook-inbox/webhook-inbox/internal/inbox"
+	"github.com/webhook-inbox/webhook-inbox/internal/inboxstore"
 	"github.com/webhook-inbox/webhook-inbox/internal/outbox"
 	"github.com/webhook-inbox/webhook-inbox/internal/processor"
 	"github.com/webhook-inbox/webhook-inbox/internal/replay"
@@ -34,8 +35,12 @@ import (
 // MaxReceiveCount does not enter it. Before issue 28 it did: the claim
 // waited for due_ms, which the sweep moves on, and an event could wait
 // for ever.
-func claimBound(retryCap, sweepAfter, period time.Duration) time.Duration {
-	return min(retryCap, processor.MaxRetryCap-20*time.Minute) + sweepAfter + period + time.Second
+//
+// Each of the sweep's first inboxstore.QuickCopies copies after a claim
+// that is lost before it is received adds at most SweepAfterSeconds and a
+// period: the event is due again at once after each (lost copies).
+func claimBound(retryCap, sweepAfter, period time.Duration, lost int) time.Duration {
+	return min(retryCap, processor.MaxRetryCap-20*time.Minute) + time.Duration(1+lost)*(sweepAfter+period) + time.Second
 }
 
 // boundVisibility records the delays the processor sets, by receipt
@@ -66,10 +71,12 @@ type simMessage struct {
 // with the sweep every 5 minutes (the longest the template allows), an
 // event whose handler fails three times and then succeeds is claimed
 // again within claimBound of each failure, and ends processed or dead.
-// Each combination runs twice: with its messages behaving as SQS does
-// (back after the delay the processor sets, to the DLQ after
-// MaxReceiveCount receives), and with every message lost after its
-// receive, the sweep the only way back. The real store on the emulator,
+// Each combination runs three times: with its messages behaving as SQS
+// does (back after the delay the processor sets, to the DLQ after
+// MaxReceiveCount receives); with every message lost after its receive,
+// the sweep the only way back; and that, with the sweep's first
+// QuickCopies copies after each failure lost before any receive (with
+// MaxReceiveCount 2 only: the budget does not enter it). The real store on the emulator,
 // the real processor and the real sweep, on a simulated clock; the
 // backoff at its longest.
 func TestFailedEventClaimBound(t *testing.T) {
@@ -83,11 +90,14 @@ func TestFailedEventClaimBound(t *testing.T) {
 		for _, retryCap := range []int{1, 3600, 43200} {
 			for _, receives := range []int{2, 10, 1000} {
 				for _, after := range []int{1, 300, 86400} {
-					for _, lost := range []bool{false, true} {
+					for _, mode := range []string{"kept", "lost", "dropped"} {
+						if mode == "dropped" && receives != 2 {
+							continue // the receive budget does not enter it: one is enough
+						}
 						n++
-						name := fmt.Sprintf("base %d cap %d receives %d sweep after %d lost %t", base, retryCap, receives, after, lost)
+						name := fmt.Sprintf("base %d cap %d receives %d sweep after %d messages %s", base, retryCap, receives, after, mode)
 						simulateFailures(t, b, name, fmt.Sprintf("evt_bound_%d", n),
-							time.Duration(base)*time.Second, time.Duration(retryCap)*time.Second, receives, time.Duration(after)*time.Second, period, lost)
+							time.Duration(base)*time.Second, time.Duration(retryCap)*time.Second, receives, time.Duration(after)*time.Second, period, mode)
 					}
 				}
 			}
@@ -95,7 +105,7 @@ func TestFailedEventClaimBound(t *testing.T) {
 	}
 }
 
-func simulateFailures(t *testing.T, b *business, name, id string, base, retryCap time.Duration, maxReceives int, after, period time.Duration, lost bool) {
+func simulateFailures(t *testing.T, b *business, name, id string, base, retryCap time.Duration, maxReceives int, after, period time.Duration, mode string) {
 	t.Helper()
 	k := b.insert(t, "stripe", id, "invoice.paid", time.Unix(1764500000, 0), invoiceEvent(id, "invoice.paid", "in_"+id, periodEnd))
 	var claims []time.Time
@@ -126,7 +136,12 @@ func simulateFailures(t *testing.T, b *business, name, id string, base, retryCap
 	body, _ := inbox.EncodeMessage(k)
 	start := b.clock.now()
 	queue := []*simMessage{{id: id + "-0", body: body, visibleAt: start}}
-	bound := claimBound(retryCap, after, period)
+	lost := mode != "kept"
+	dropped := 0
+	bound := claimBound(retryCap, after, period, 0)
+	if mode == "dropped" {
+		bound = claimBound(retryCap, after, period, inboxstore.QuickCopies)
+	}
 	no := false
 	for step := 0; ; step++ {
 		ev := b.event(t, k)
@@ -161,6 +176,10 @@ func simulateFailures(t *testing.T, b *business, name, id string, base, retryCap
 		if next.Equal(tick) && (len(queue) == 0 || queue[0].visibleAt.After(tick)) {
 			b.run(t, r, replay.Request{Action: replay.ActionSweep, DryRun: &no})
 			for i, body := range sent.sent {
+				if dropped > 0 {
+					dropped-- // lost before any receive
+					continue
+				}
 				queue = append(queue, &simMessage{id: fmt.Sprintf("%s-s%d-%d", id, step, i), body: body, visibleAt: b.clock.now()})
 			}
 			sent.sent = nil
@@ -179,6 +198,9 @@ func simulateFailures(t *testing.T, b *business, name, id string, base, retryCap
 		}}})
 		if err != nil {
 			t.Fatalf("%s: %v", name, err)
+		}
+		if len(claims) > before && mode == "dropped" {
+			dropped = inboxstore.QuickCopies
 		}
 		if len(claims) > before && before > 0 {
 			if gap := claims[len(claims)-1].Sub(claims[before-1]); gap > bound {

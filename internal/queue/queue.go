@@ -7,7 +7,6 @@ package queue
 import (
 	"context"
 	"fmt"
-	"strconv"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
@@ -23,7 +22,6 @@ type API interface {
 	ReceiveMessage(ctx context.Context, in *sqs.ReceiveMessageInput, optFns ...func(*sqs.Options)) (*sqs.ReceiveMessageOutput, error)
 	DeleteMessage(ctx context.Context, in *sqs.DeleteMessageInput, optFns ...func(*sqs.Options)) (*sqs.DeleteMessageOutput, error)
 	ChangeMessageVisibility(ctx context.Context, in *sqs.ChangeMessageVisibilityInput, optFns ...func(*sqs.Options)) (*sqs.ChangeMessageVisibilityOutput, error)
-	GetQueueAttributes(ctx context.Context, in *sqs.GetQueueAttributesInput, optFns ...func(*sqs.Options)) (*sqs.GetQueueAttributesOutput, error)
 }
 
 var _ API = (*sqs.Client)(nil)
@@ -55,31 +53,6 @@ func (q *Queue) Send(ctx context.Context, body string) error {
 		return awserr.Wrap("send to "+q.url, err)
 	}
 	return nil
-}
-
-// Messages is the number of messages the queue holds, as SQS approximates
-// it: waiting, in flight (received, not deleted) and delayed.
-func (q *Queue) Messages(ctx context.Context) (int, error) {
-	out, err := q.api.GetQueueAttributes(ctx, &sqs.GetQueueAttributesInput{
-		QueueUrl: &q.url,
-		AttributeNames: []types.QueueAttributeName{
-			types.QueueAttributeNameApproximateNumberOfMessages,
-			types.QueueAttributeNameApproximateNumberOfMessagesNotVisible,
-			types.QueueAttributeNameApproximateNumberOfMessagesDelayed,
-		},
-	})
-	if err != nil {
-		return 0, awserr.Wrap("count the messages of "+q.url, err)
-	}
-	total := 0
-	for name, v := range out.Attributes {
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 0 {
-			return 0, fmt.Errorf("count the messages of %s: %s is %q: %w", q.url, name, v, inbox.ErrUnavailable)
-		}
-		total += n
-	}
-	return total, nil
 }
 
 // Message is a received message.

@@ -209,23 +209,6 @@ func TestRelease(t *testing.T) {
 	}
 }
 
-// TestMessages: the count is of the messages waiting and in flight.
-func TestMessages(t *testing.T) {
-	q, _ := mustQueue(t)
-	ctx := context.Background()
-	for _, id := range []string{"evt_m1", "evt_m2", "evt_m3"} {
-		if err := q.Enqueue(ctx, inbox.Key{Source: "stripe", EventID: id}); err != nil {
-			t.Fatalf("enqueue: %v", err)
-		}
-	}
-	if msgs, err := q.Receive(ctx, 1, 30, 0); err != nil || len(msgs) != 1 {
-		t.Fatalf("receive: %d messages, %v", len(msgs), err)
-	}
-	if n, err := q.Messages(ctx); err != nil || n != 3 {
-		t.Errorf("got %d, %v; want 3 (two waiting, one in flight)", n, err)
-	}
-}
-
 func TestReceiveEmpty(t *testing.T) {
 	q, _ := mustQueue(t)
 	msgs, err := q.Receive(context.Background(), 10, 30, 0)
@@ -254,7 +237,6 @@ func TestUnavailable(t *testing.T) {
 		{"receive", func(ctx context.Context) error { _, err := q.Receive(ctx, 10, 30, 0); return err }},
 		{"delete", func(ctx context.Context) error { return q.Delete(ctx, "handle") }},
 		{"release", func(ctx context.Context) error { return q.Release(ctx, "handle") }},
-		{"messages", func(ctx context.Context) error { _, err := q.Messages(ctx); return err }},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -75,7 +75,7 @@ type Store interface {
 	Select(ctx context.Context, sel inboxstore.Selection, now time.Time) ([]inboxstore.Selected, string, error)
 	Overdue(ctx context.Context, cutoff time.Time, limit int) ([]inboxstore.Pending, error)
 	Oldest(ctx context.Context) (inboxstore.Pending, bool, error)
-	Reschedule(ctx context.Context, k inbox.Key, was, due time.Time) (bool, error)
+	Reschedule(ctx context.Context, k inbox.Key, was, quick, spaced time.Time) (bool, error)
 	Fail(ctx context.Context, k inbox.Key, f inbox.Failure, now time.Time) (inbox.Event, error)
 	Part(ctx context.Context, id string) (map[string]any, error)
 	Row(ctx context.Context, key string) (outbox.Row, error)

@@ -35,11 +35,6 @@ type Summary struct {
 	// (sweep).
 	OldestUnfinished           string  `json:"oldest_unfinished,omitempty"`
 	OldestUnfinishedAgeSeconds float64 `json:"oldest_unfinished_age_seconds,omitempty"`
-	// MainQueueMessages is how many messages the main queue held when the
-	// sweep sent its copies (sweep; absent when it sent none, or the
-	// count was not answered). From 100 on, an event's copies are spaced
-	// out by its age; below, a copy is sent each time it is overdue.
-	MainQueueMessages *int `json:"main_queue_messages,omitempty"`
 	// OutboxForReview counts the outbox rows waiting for an operator
 	// (rejected, unknown, dead), up to MaxReviewCounted (sweep).
 	OutboxForReview int `json:"outbox_for_review,omitempty"`

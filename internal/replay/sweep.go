@@ -1,7 +1,6 @@
 package replay
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"time"
@@ -15,15 +14,14 @@ import (
 // having touched it since the read: two sweeps never both send one event,
 // and one whose send fails is tried again later.
 //
-// An event still unfinished after a re-enqueue is most likely waiting in a
-// deep queue, where another copy only deepens the backlog. So while the
-// main queue holds shallowQueue messages or more (or cannot say how
-// many), the next re-enqueue waits longer the older the event is (see
-// resweep): an event gets a few copies over its life, not one every
-// sweep. With fewer, nothing is waiting in it: the copy was lost (a
-// worker stopped with it on its last receive, or it went to the DLQ), and
-// the event is due again at once, so the next sweep after the threshold
-// sends another.
+// The first copies after an event's last claim (inboxstore.QuickCopies)
+// are sent each time it is overdue: such a copy is most likely lost (a
+// worker stopped holding it on its last receive, or its receives ran out
+// while another worker held the event). An event still unfinished after
+// those is most likely waiting in a deep queue, or its processor is down,
+// where another copy only deepens the backlog: the next re-enqueue waits
+// longer the older the event is (see resweep), so it gets a few more copies
+// over its life, not one every sweep.
 func (u *run) sweep() error {
 	after := u.r.SweepAfter
 	if u.req.OlderThanSeconds > 0 {
@@ -55,14 +53,6 @@ func (u *run) sweep() error {
 		// Possibly more: the next scheduled sweep takes them.
 		s.Stopped = StoppedMax
 	}
-	spaced := true
-	if d, ok := u.r.Main.(depth); ok && len(overdue) > 0 && !s.DryRun {
-		// Unanswered, the queue may be deep: copies are spaced out.
-		if n, err := d.Messages(u.ctx); err == nil {
-			s.MainQueueMessages = &n
-			spaced = n >= shallowQueue
-		}
-	}
 	for _, p := range overdue {
 		if err := u.outOfTime(); err != nil {
 			return err
@@ -72,11 +62,7 @@ func (u *run) sweep() error {
 			u.count(OutcomeRequeued, p.Key)
 			continue
 		}
-		next := now
-		if spaced {
-			next = now.Add(resweep(now.Sub(p.ReceivedAt)))
-		}
-		ok, err := u.r.Store.Reschedule(u.ctx, p.Key, p.DueAt, next)
+		ok, err := u.r.Store.Reschedule(u.ctx, p.Key, p.DueAt, now, now.Add(resweep(now.Sub(p.ReceivedAt))))
 		if err != nil {
 			return err
 		}
@@ -111,16 +97,6 @@ func (u *run) sweep() error {
 	}
 	return nil
 }
-
-// depth is a main queue that can count its messages (queue.Queue).
-type depth interface {
-	Messages(ctx context.Context) (int, error)
-}
-
-// shallowQueue is the fewest messages (waiting, in flight and delayed) in
-// the main queue for which the sweep spaces an event's copies out: below
-// it, a copy is not waiting in a backlog, it was lost.
-const shallowQueue = 100
 
 // maxResweep bounds the wait between two re-enqueues of one event.
 const maxResweep = time.Hour
