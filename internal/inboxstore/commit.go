@@ -448,7 +448,8 @@ func (s *Store) SettleOutbox(ctx context.Context, k inbox.Key, gen int, settled 
 		values[":settled"] = str(outboxSettled)
 		values[":expires"] = num(now.Add(s.retention).Unix())
 	} else {
-		expr = "SET due_ms = :due, updated_at = :now"
+		// A delivery pass made: the sweep's copies count again from here.
+		expr = "SET due_ms = :due, updated_at = :now REMOVE swept"
 		values[":due"] = num(due.UnixMilli())
 	}
 	_, err := s.api.UpdateItem(ctx, &dynamodb.UpdateItemInput{

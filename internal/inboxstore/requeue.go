@@ -89,12 +89,12 @@ func (s *Store) Requeue(ctx context.Context, k inbox.Key, now time.Time, force b
 		switch ev.Status {
 		case inbox.StatusDead:
 			did = Revived
-			in.UpdateExpression = aws.String("SET #status = :failed, updated_at = :now, sweep_shard = :shard, due_ms = :nowms, revived_attempts = if_not_exists(attempts, :zero) REMOVE expires_at, dead_by, retry_ms")
+			in.UpdateExpression = aws.String("SET #status = :failed, updated_at = :now, sweep_shard = :shard, due_ms = :nowms, revived_attempts = if_not_exists(attempts, :zero) REMOVE expires_at, dead_by, retry_ms, swept")
 			in.ConditionExpression = aws.String("#status = :dead AND " + fresh)
 			v[":failed"], v[":dead"], v[":shard"], v[":zero"] = str(string(inbox.StatusFailed)), str(string(inbox.StatusDead)), str(shard(k)), num(0)
 		case inbox.StatusReceived, inbox.StatusFailed:
 			did = MadeDue
-			in.UpdateExpression = aws.String("SET due_ms = :nowms, updated_at = :now REMOVE retry_ms")
+			in.UpdateExpression = aws.String("SET due_ms = :nowms, updated_at = :now REMOVE retry_ms, swept")
 			in.ConditionExpression = aws.String("#status IN (:received, :failed) AND attribute_exists(sweep_shard)")
 			v[":received"], v[":failed"] = str(string(inbox.StatusReceived)), str(string(inbox.StatusFailed))
 			delete(v, ":nows")
@@ -116,7 +116,7 @@ func (s *Store) Requeue(ctx context.Context, k inbox.Key, now time.Time, force b
 			// run that settles late (a slow one, an SDK retry of its
 			// settle) must not settle those with it (SettleOutbox is
 			// fenced by the generation).
-			in.UpdateExpression = aws.String("SET #status = :failed, updated_at = :now, sweep_shard = :shard, due_ms = :nowms, revived_attempts = if_not_exists(attempts, :zero), previous_outcome = outcome, reruns = if_not_exists(reruns, :zero) + :one, outbox_gen = if_not_exists(outbox_gen, :zero) + :one REMOVE expires_at, outcome, retry_ms")
+			in.UpdateExpression = aws.String("SET #status = :failed, updated_at = :now, sweep_shard = :shard, due_ms = :nowms, revived_attempts = if_not_exists(attempts, :zero), previous_outcome = outcome, reruns = if_not_exists(reruns, :zero) + :one, outbox_gen = if_not_exists(outbox_gen, :zero) + :one REMOVE expires_at, outcome, retry_ms, swept")
 			in.ConditionExpression = aws.String("#status = :processed AND (attribute_not_exists(outbox) OR outbox <> :pending) AND " + fresh)
 			v[":failed"], v[":processed"], v[":pending"] = str(string(inbox.StatusFailed)), str(string(inbox.StatusProcessed)), str(outboxPending)
 			v[":shard"], v[":zero"], v[":one"] = str(shard(k)), num(0), num(1)
@@ -366,7 +366,7 @@ func (s *Store) ResendRow(ctx context.Context, key string, now time.Time) (outbo
 		{Update: &types.Update{
 			TableName:                &s.table,
 			Key:                      map[string]types.AttributeValue{"pk": str(pk(r.Event))},
-			UpdateExpression:         aws.String("SET outbox = :pending, outbox_gen = if_not_exists(outbox_gen, :zero) + :one, sweep_shard = :shard, due_ms = :nowms, updated_at = :now REMOVE expires_at"),
+			UpdateExpression:         aws.String("SET outbox = :pending, outbox_gen = if_not_exists(outbox_gen, :zero) + :one, sweep_shard = :shard, due_ms = :nowms, updated_at = :now REMOVE expires_at, swept"),
 			ConditionExpression:      aws.String("#status = :processed AND contains(outbox_rows, :row) AND (attribute_not_exists(expires_at) OR expires_at >= :nows)"),
 			ExpressionAttributeNames: map[string]string{"#status": "status"},
 			ExpressionAttributeValues: map[string]types.AttributeValue{

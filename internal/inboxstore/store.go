@@ -718,9 +718,10 @@ func pending(av map[string]types.AttributeValue) (Pending, error) {
 	return Pending{Key: splitPK(it.PK), Status: inbox.Status(it.Status), ReceivedAt: time.UnixMilli(it.ReceivedMs), DueAt: time.UnixMilli(it.DueMs)}, nil
 }
 
-// QuickCopies is how many copies the sweep sends an event each time it is
-// overdue after its last claim (or since it was stored, if never claimed);
-// later ones are spaced out (see Reschedule). A copy is lost when a worker
+// QuickCopies is how many times the sweep reschedules an event due again
+// at once after its last claim (or delivery pass, or operator's requeue;
+// since it was stored, if none): its first QuickCopies+1 copies are sent
+// one threshold apart, later ones spaced out (see Reschedule). A copy is lost when a worker
 // stops holding it on its last receive, or when its receives run out while
 // another worker holds the event: the next one should not wait as long as
 // the event is old. An event that outlives three copies unclaimed is most

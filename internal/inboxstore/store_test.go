@@ -906,8 +906,21 @@ func TestUnfinishedIndex(t *testing.T) {
 		}
 		was = due(p.Key)
 	}
+	if ok, err := s.Reschedule(ctx, p.Key, was, at(200*time.Minute), at(201*time.Minute)); err != nil || !ok {
+		t.Errorf("spaced: %v %v", ok, err)
+	}
+	if ok, err := s.Reschedule(ctx, p.Key, was, at(202*time.Minute), at(203*time.Minute)); err != nil || ok {
+		t.Errorf("spaced, a second sweep from the same read: got %v %v, want false", ok, err)
+	}
 	if ok, err := s.Reschedule(ctx, p.Key, at(time.Minute), at(200*time.Minute), at(201*time.Minute)); err != nil || ok {
 		t.Errorf("spent, and touched since the read: got %v %v, want false", ok, err)
+	}
+	// An operator's requeue starts the count again too.
+	if _, did, err := s.Requeue(ctx, p.Key, at(125*time.Minute), false); err != nil || did != inboxstore.MadeDue {
+		t.Fatalf("requeue: %v %v", did, err)
+	}
+	if ok, err := s.Reschedule(ctx, p.Key, at(125*time.Minute), at(126*time.Minute), at(200*time.Minute)); err != nil || !ok || due(p.Key).UnixMilli() != at(126*time.Minute).UnixMilli() {
+		t.Errorf("after a requeue: %v %v, due %s, want the quick time again", ok, err, due(p.Key).Sub(t0))
 	}
 	mustClaim(t, s, p.Key, "w2", at(130*time.Minute), at(131*time.Minute))
 	if ok, err := s.Reschedule(ctx, p.Key, at(131*time.Minute), at(140*time.Minute), at(200*time.Minute)); err != nil || !ok || due(p.Key).UnixMilli() != at(140*time.Minute).UnixMilli() {
