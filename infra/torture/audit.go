@@ -55,13 +55,34 @@ type item struct {
 	ResolvedFrom    string `dynamodbav:"resolved_from"`
 	// PayloadRef is set when the payload is in its S3 object.
 	PayloadRef map[string]any `dynamodbav:"payload_ref"`
+	// The sweep's view, for a run that does not settle.
+	DueMs      int64  `dynamodbav:"due_ms"`
+	Swept      int    `dynamodbav:"swept"`
+	LeaseUntil int64  `dynamodbav:"lease_until"`
+	Shard      string `dynamodbav:"sweep_shard"`
+	OutboxGen  int    `dynamodbav:"outbox_gen"`
+	Attempts   int    `dynamodbav:"attempts"`
+}
+
+// brief is an unfinished event or row as the sweep sees it, times
+// relative to now.
+func (it item) brief(now time.Time) string {
+	rel := func(ms int64) string {
+		if ms == 0 {
+			return "-"
+		}
+		return time.UnixMilli(ms).Sub(now).Round(time.Second).String()
+	}
+	return fmt.Sprintf("%s: %s outbox %q gen %d, due %s, lease until %s, shard %q, swept %d, attempts %d, error %q",
+		it.PK, it.Status, it.Outbox, it.OutboxGen, rel(it.DueMs), rel(it.LeaseUntil), it.Shard, it.Swept, it.Attempts, clip(it.LastError, 120))
 }
 
 // auditAttrs are the attributes scan reads (payloads and bodies are left
 // behind).
 var auditAttrs = []string{"pk", "status", "outcome", "last_error", "outbox", "processed_at",
 	"invoice_id", "customer", "paid_through", "invoices_paid", "head", "seq", "seq_tie",
-	"reruns", "previous_outcome", "resent", "resolved_from", "payload_ref"}
+	"reruns", "previous_outcome", "resent", "resolved_from", "payload_ref",
+	"due_ms", "swept", "lease_until", "sweep_shard", "outbox_gen", "attempts"}
 
 func (it item) finished() bool {
 	return it.Status == string(inbox.StatusProcessed) || it.Status == string(inbox.StatusDead)
@@ -521,13 +542,31 @@ func auditDLQ(ctx context.Context, sys *system, items map[string]item, rep *repo
 			_, _ = sys.sqs.ChangeMessageVisibilityBatch(ctx, &sqs.ChangeMessageVisibilityBatchInput{QueueUrl: &url, Entries: entries})
 		}
 	}()
+	// kumo has cut a 200 answer mid-body: such a receive is retried, and
+	// the messages it hid come back after the visibility timeout, so the
+	// reading goes on until the queue's own count agrees, for at most
+	// dlqReadFor.
+	deadline := time.Now().Add(dlqReadFor)
+	failures := 0
 	for {
-		out, err := sys.sqs.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{QueueUrl: &url, MaxNumberOfMessages: 10, VisibilityTimeout: 600})
+		out, err := sys.sqs.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{QueueUrl: &url, MaxNumberOfMessages: 10, VisibilityTimeout: int32(dlqHide / time.Second)})
 		if err != nil {
-			return fmt.Errorf("dlq: %w", err)
+			if failures++; failures > 5 {
+				return fmt.Errorf("dlq: %w", err)
+			}
+			time.Sleep(time.Second)
+			continue
 		}
 		if len(out.Messages) == 0 {
-			break
+			total, err := dlqCount(ctx, sys, url)
+			if err != nil {
+				return err
+			}
+			if total == rep.DLQ || time.Now().After(deadline) {
+				break
+			}
+			time.Sleep(2 * time.Second)
+			continue
 		}
 		for _, m := range out.Messages {
 			handles = append(handles, aws.ToString(m.ReceiptHandle))
@@ -556,21 +595,36 @@ func auditDLQ(ctx context.Context, sys *system, items map[string]item, rep *repo
 	}
 	// An empty receive is not proof of an empty queue: the queue's own
 	// count must agree that every message was read.
-	attrs, err := sys.sqs.GetQueueAttributes(ctx, &sqs.GetQueueAttributesInput{QueueUrl: &url,
-		AttributeNames: []sqstypes.QueueAttributeName{sqstypes.QueueAttributeNameApproximateNumberOfMessages,
-			sqstypes.QueueAttributeNameApproximateNumberOfMessagesNotVisible, sqstypes.QueueAttributeNameApproximateNumberOfMessagesDelayed}})
+	total, err := dlqCount(ctx, sys, url)
 	if err != nil {
-		return fmt.Errorf("dlq: %w", err)
-	}
-	var total int
-	for _, v := range attrs.Attributes {
-		n, _ := strconv.Atoi(v)
-		total += n
+		return err
 	}
 	if total != rep.DLQ {
 		lost("dlq: read %d messages, the queue holds %d", rep.DLQ, total)
 	}
 	return nil
+}
+
+// How long the audit hides each DLQ message it reads, and reads for.
+const (
+	dlqHide    = 30 * time.Second
+	dlqReadFor = 2 * dlqHide
+)
+
+// dlqCount is the DLQ's messages: visible, in flight and delayed.
+func dlqCount(ctx context.Context, sys *system, url string) (int, error) {
+	attrs, err := sys.sqs.GetQueueAttributes(ctx, &sqs.GetQueueAttributesInput{QueueUrl: &url,
+		AttributeNames: []sqstypes.QueueAttributeName{sqstypes.QueueAttributeNameApproximateNumberOfMessages,
+			sqstypes.QueueAttributeNameApproximateNumberOfMessagesNotVisible, sqstypes.QueueAttributeNameApproximateNumberOfMessagesDelayed}})
+	if err != nil {
+		return 0, fmt.Errorf("dlq: %w", err)
+	}
+	total := 0
+	for _, v := range attrs.Attributes {
+		n, _ := strconv.Atoi(v)
+		total += n
+	}
+	return total, nil
 }
 
 // githubScope is the scope of the GitHub events' parts.

@@ -560,6 +560,8 @@ type progress struct {
 	// The main queue's messages: visible, in flight (received, not yet
 	// deleted) and delayed.
 	Visible, InFlight, Delayed int
+	// left describes the first unfinished events and rows not final.
+	left []string
 }
 
 func (p progress) finished() bool { return p.Unfinished == 0 && p.Unsettled == 0 }
@@ -614,6 +616,9 @@ func settle(ctx context.Context, sys *system, o options, out io.Writer, final fu
 			} else {
 				fmt.Fprintf(out, "torture: not settled after %s: %s\n", o.Settle, p)
 			}
+			for _, line := range p.left {
+				fmt.Fprintf(out, "torture:   left: %s\n", line)
+			}
 			return false, nil
 		}
 		if time.Since(lastPrint) > 15*time.Second {
@@ -639,10 +644,16 @@ func measure(ctx context.Context, sys *system) (progress, error) {
 		case strings.HasPrefix(it.PK, "event#"):
 			if !it.finished() || it.Outbox == "pending" {
 				p.Unfinished++
+				if len(p.left) < 10 {
+					p.left = append(p.left, it.brief(time.Now()))
+				}
 			}
 		case strings.HasPrefix(it.PK, "outbox#"):
 			if !it.rowFinal() {
 				p.Unsettled++
+				if len(p.left) < 10 {
+					p.left = append(p.left, it.brief(time.Now()))
+				}
 			}
 		}
 	}
