@@ -262,7 +262,11 @@ type Event struct {
 	OutboxGen int
 	// Reruns counts the operator's forced re-runs of the event after it
 	// was processed; PreviousOutcome is the outcome the last one found.
-	Reruns          int
+	Reruns int
+	// Swept counts the sweep's reschedules since the event's last claim
+	// (or delivery pass, or operator's requeue): after QuickCopies of
+	// them its copies are spaced out (inboxstore.Reschedule). Read only.
+	Swept           int
 	PreviousOutcome Outcome
 }
 

@@ -158,7 +158,11 @@ type item struct {
 	Outbox    string `dynamodbav:"outbox,omitempty"`
 	OutboxGen int    `dynamodbav:"outbox_gen,omitempty"`
 	// Reruns and PreviousOutcome record forced re-runs (Requeue).
-	Reruns          int    `dynamodbav:"reruns,omitempty"`
+	Reruns int `dynamodbav:"reruns,omitempty"`
+	// Swept counts the sweep's reschedules since the last claim
+	// (Reschedule); written only by Reschedule, removed by claims,
+	// requeues and delivery passes.
+	Swept           int    `dynamodbav:"swept,omitempty"`
 	PreviousOutcome string `dynamodbav:"previous_outcome,omitempty"`
 }
 
@@ -286,7 +290,7 @@ func (it item) event() inbox.Event {
 		ProcessedAt: parseTS(it.ProcessedAt), LeaseOwner: it.LeaseOwner, DeadBy: it.DeadBy,
 		Touched: it.Touched, OutboxRows: it.OutboxRows, OutboxPending: it.Outbox == outboxPending,
 		OutboxGen: it.OutboxGen,
-		Reruns:    it.Reruns, PreviousOutcome: inbox.Outcome(it.PreviousOutcome),
+		Reruns:    it.Reruns, PreviousOutcome: inbox.Outcome(it.PreviousOutcome), Swept: it.Swept,
 	}
 	// An event in its own source's and account's scope reads back with
 	// none chosen, as ingest gives it.

@@ -906,6 +906,9 @@ func TestUnfinishedIndex(t *testing.T) {
 		}
 		was = due(p.Key)
 	}
+	if ev, err := s.Get(ctx, p.Key, at(60*time.Minute)); err != nil || ev.Swept != inboxstore.QuickCopies+1 {
+		t.Errorf("swept: %d, %v; want %d", ev.Swept, err, inboxstore.QuickCopies+1)
+	}
 	if ok, err := s.Reschedule(ctx, p.Key, was, at(200*time.Minute), at(201*time.Minute)); err != nil || !ok {
 		t.Errorf("spaced: %v %v", ok, err)
 	}

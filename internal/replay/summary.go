@@ -88,28 +88,31 @@ const (
 // EventView is one event as inspect shows it: its state and history, and
 // what its commit wrote; its payload only on request.
 type EventView struct {
-	Key             string            `json:"key"`
-	Kind            string            `json:"kind"`
-	Type            string            `json:"type"`
-	Status          string            `json:"status"`
-	Outcome         string            `json:"outcome,omitempty"`
-	PreviousOutcome string            `json:"previous_outcome,omitempty"`
-	Attempts        int               `json:"attempts"`
-	RevivedAttempts int               `json:"revived_attempts,omitempty"`
-	Reruns          int               `json:"reruns,omitempty"`
-	LastError       string            `json:"last_error,omitempty"`
-	DeadBy          string            `json:"dead_by,omitempty"`
-	CreatedAt       string            `json:"created_at,omitempty"`
-	ReceivedAt      string            `json:"received_at"`
-	UpdatedAt       string            `json:"updated_at,omitempty"`
-	ProcessedAt     string            `json:"processed_at,omitempty"`
-	DueAt           string            `json:"due_at,omitempty"`
-	ExpiresAt       string            `json:"expires_at,omitempty"`
-	LeaseOwner      string            `json:"lease_owner,omitempty"`
-	LeaseUntil      string            `json:"lease_until,omitempty"`
-	Attributes      map[string]string `json:"attributes,omitempty"`
-	Headers         map[string]string `json:"headers,omitempty"`
-	RequestID       string            `json:"request_id,omitempty"`
+	Key             string `json:"key"`
+	Kind            string `json:"kind"`
+	Type            string `json:"type"`
+	Status          string `json:"status"`
+	Outcome         string `json:"outcome,omitempty"`
+	PreviousOutcome string `json:"previous_outcome,omitempty"`
+	Attempts        int    `json:"attempts"`
+	RevivedAttempts int    `json:"revived_attempts,omitempty"`
+	Reruns          int    `json:"reruns,omitempty"`
+	// Swept counts the sweep's copies since the last claim: from the
+	// fourth on they are spaced out by the event's age.
+	Swept       int               `json:"swept,omitempty"`
+	LastError   string            `json:"last_error,omitempty"`
+	DeadBy      string            `json:"dead_by,omitempty"`
+	CreatedAt   string            `json:"created_at,omitempty"`
+	ReceivedAt  string            `json:"received_at"`
+	UpdatedAt   string            `json:"updated_at,omitempty"`
+	ProcessedAt string            `json:"processed_at,omitempty"`
+	DueAt       string            `json:"due_at,omitempty"`
+	ExpiresAt   string            `json:"expires_at,omitempty"`
+	LeaseOwner  string            `json:"lease_owner,omitempty"`
+	LeaseUntil  string            `json:"lease_until,omitempty"`
+	Attributes  map[string]string `json:"attributes,omitempty"`
+	Headers     map[string]string `json:"headers,omitempty"`
+	RequestID   string            `json:"request_id,omitempty"`
 	// Outbox is "pending" while some of its rows may be undelivered,
 	// "settled" after, "" with no rows.
 	Outbox string `json:"outbox,omitempty"`
@@ -171,7 +174,7 @@ func viewEvent(e inbox.Event, payload bool) *EventView {
 	v := &EventView{
 		Key: e.Key.String(), Kind: e.Kind, Type: e.Type, Status: string(e.Status), Outcome: string(e.Outcome),
 		PreviousOutcome: string(e.PreviousOutcome), Attempts: e.Attempts, RevivedAttempts: e.RevivedAttempts,
-		Reruns: e.Reruns, LastError: e.LastError, DeadBy: e.DeadBy, CreatedAt: stamp(e.Created),
+		Reruns: e.Reruns, Swept: e.Swept, LastError: e.LastError, DeadBy: e.DeadBy, CreatedAt: stamp(e.Created),
 		ReceivedAt: stamp(e.ReceivedAt), UpdatedAt: stamp(e.UpdatedAt), ProcessedAt: stamp(e.ProcessedAt),
 		DueAt: stamp(e.DueAt), ExpiresAt: stamp(e.ExpiresAt), LeaseOwner: e.LeaseOwner, LeaseUntil: stamp(e.LeaseUntil),
 		Attributes: e.Attributes, Headers: e.Headers, RequestID: e.RequestID,
