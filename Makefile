@@ -86,7 +86,7 @@ replay: ## Run one replay request against the `make run` stack, with progress: A
 	$(GO) run ./infra/local/cmd/replay '$(ARGS)'
 
 .PHONY: events
-events: ## Rewrite events/ (re-signs the ingest event: Stripe signatures expire after 5 minutes).
+events: ## Write the sample events, the ingest event signed now (Stripe signatures expire after 5 minutes), into .local/events/.
 	$(GO) run ./infra/local/cmd/events
 
 .PHONY: test

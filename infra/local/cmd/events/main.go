@@ -1,6 +1,9 @@
-// Command events is `make events`: it writes the sample events in events/,
-// signing the ingest event now with the local stripe secret (a Stripe
-// signature is only accepted for 5 minutes, so regenerate before invoking).
+// Command events is `make events`: it writes the sample events into
+// .local/events/ (ignored), signing the ingest event now with the local
+// stripe secret (a Stripe signature is only accepted for 5 minutes, so
+// regenerate before invoking). The committed events/ is not touched: a
+// documented command leaves the tree clean. `-dir events` rewrites the
+// committed ones after a change to what they hold (a test compares them).
 // With -schema it prints the replay events as the template's shareable
 // test events.
 package main
@@ -15,7 +18,7 @@ import (
 )
 
 func main() {
-	dir := flag.String("dir", "events", "directory to write the events to")
+	dir := flag.String("dir", ".local/events", "directory to write the events to (events: the committed ones)")
 	srcPath := flag.String("sources", "infra/local/sources.json", "local sources with dev-only secrets")
 	schema := flag.Bool("schema", false, "print the replay function's shareable test events for template.yaml instead")
 	flag.Parse()
