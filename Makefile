@@ -69,7 +69,10 @@ cfn-lint: ## Lint template.yaml (what `sam validate --lint` runs).
 
 .PHONY: run
 run: local-aws dynoxide-if-any ## Run the whole system locally: the local AWS on :4566 (kumo, dynoxide for DynamoDB), the API on 127.0.0.1:3000, the processor polling.
-	$(GO) run ./infra/local/cmd/run
+	@# Built, then run: under `go run`, Ctrl-C made the go command exit 1
+	@# (make: *** Error 1) though the stack had stopped cleanly with 0.
+	$(GO) build -o .build/run ./infra/local/cmd/run
+	./.build/run
 
 .PHONY: send
 SOURCE ?= stripe
