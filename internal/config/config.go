@@ -1,5 +1,6 @@
 // Package config reads and validates the functions' environment. It is
-// given a lookup function; only the functions' main packages pass os.Getenv.
+// given a lookup function: the functions' main packages pass os.Getenv
+// (through app.Load), the local stack and the tests a map of their own.
 package config
 
 import (

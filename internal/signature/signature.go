@@ -1,8 +1,11 @@
 // Package signature proves who sent a webhook. Each provider's scheme is a
-// small value built from data (header names, signed string, encoding,
-// tolerance), verifies the raw request bytes with constant-time comparison and
-// extracts the provider's own event identity. The package is pure: no AWS, no
-// clock reads (now is an argument), no logging.
+// Scheme in its own file (its headers, the bytes it signs, its encoding and
+// tolerance, and how it reads the provider's own event identity), built by
+// New from a source's kind and Options through the kinds table; the shared
+// pieces (HMAC, timestamps, header parsing, the JSON scanner) are in
+// common.go, hmac.go and jsonscan.go. Every comparison is constant-time,
+// on the raw request bytes. The package is pure: no AWS, no clock reads
+// (now is an argument), no logging.
 package signature
 
 import (
