@@ -42,8 +42,8 @@ import (
 
 	"github.com/webhook-inbox/webhook-inbox/infra/local"
 	"github.com/webhook-inbox/webhook-inbox/internal/app"
-	"github.com/webhook-inbox/webhook-inbox/internal/awstest"
 	"github.com/webhook-inbox/webhook-inbox/internal/claimcheck"
+	"github.com/webhook-inbox/webhook-inbox/internal/emulators"
 	"github.com/webhook-inbox/webhook-inbox/internal/forward"
 	"github.com/webhook-inbox/webhook-inbox/internal/obs"
 )
@@ -82,7 +82,7 @@ func main() {
 // Capacity, DynamoDB's consumed units), the log bytes and Lambda's billed
 // milliseconds.
 type meter struct {
-	awstest.Capacity
+	emulators.Capacity
 	mu       sync.Mutex
 	calls    map[string]int
 	logBytes int64
@@ -177,7 +177,7 @@ func run(n int, out io.Writer) error {
 		return err
 	}
 	defer aws.Stop()
-	for k, v := range map[string]string{"AWS_ENDPOINT_URL": aws.Endpoint, "AWS_REGION": awstest.Region, "AWS_ACCESS_KEY_ID": "test", "AWS_SECRET_ACCESS_KEY": "test"} {
+	for k, v := range map[string]string{"AWS_ENDPOINT_URL": aws.Endpoint, "AWS_REGION": emulators.Region, "AWS_ACCESS_KEY_ID": "test", "AWS_SECRET_ACCESS_KEY": "test"} {
 		os.Setenv(k, v)
 	}
 	cfg, err := app.AWSFromEnv(os.Getenv)
@@ -202,7 +202,7 @@ func run(n int, out io.Writer) error {
 		return fmt.Errorf("PAYLOAD_RETENTION_DAYS: %w", err)
 	}
 	objectDays := claimcheck.ObjectDays(time.Duration(retention) * 24 * time.Hour)
-	poller := stack.Poller(local.PollerClient(cfg), awstest.Region, slog.New(slog.DiscardHandler))
+	poller := stack.Poller(local.PollerClient(cfg), emulators.Region, slog.New(slog.DiscardHandler))
 	handle := poller.Handler
 	poller.Handler = func(ctx context.Context, e events.SQSEvent) (events.SQSEventResponse, error) {
 		start := time.Now()

@@ -11,7 +11,7 @@ import (
 	"path/filepath"
 	"time"
 
-	"github.com/webhook-inbox/webhook-inbox/internal/awstest"
+	"github.com/webhook-inbox/webhook-inbox/internal/emulators"
 )
 
 // AWS is the local AWS behind one router on one loopback port: kumo (or
@@ -23,7 +23,7 @@ type AWS struct {
 	Endpoint string
 	// Services is the emulator of everything but DynamoDB (kumo or moto);
 	// Dynamo serves DynamoDB, and is Services when both are moto.
-	Services, Dynamo *awstest.Server
+	Services, Dynamo *emulators.Server
 	// Note says what was left out, if anything ("" when dynoxide runs).
 	Note string
 
@@ -45,7 +45,7 @@ func StartAWS(ctx context.Context, port int, logDir string, wrap ...func(http.Ha
 		a.Stop()
 		return nil, err
 	}
-	kind, err := awstest.AWSEmulator()
+	kind, err := emulators.AWSEmulator()
 	if err != nil {
 		return fail(err)
 	}
@@ -54,30 +54,30 @@ func StartAWS(ctx context.Context, port int, logDir string, wrap ...func(http.Ha
 		return fail(err)
 	}
 	defer logFile.Close()
-	servicesPort, err := awstest.FreePort()
+	servicesPort, err := emulators.FreePort()
 	if err != nil {
 		return fail(err)
 	}
-	if a.Services, err = awstest.LaunchAWS(ctx, servicesPort, logFile); err != nil {
+	if a.Services, err = emulators.LaunchAWS(ctx, servicesPort, logFile); err != nil {
 		return fail(err)
 	}
-	if bin, err := awstest.DynoxideBinary(); err == nil {
-		if a.Dynamo, err = awstest.LaunchDynoxide(bin); err != nil {
+	if bin, err := emulators.DynoxideBinary(); err == nil {
+		if a.Dynamo, err = emulators.LaunchDynoxide(bin); err != nil {
 			return fail(err)
 		}
-	} else if kind == awstest.Moto {
+	} else if kind == emulators.Moto {
 		a.Dynamo = a.Services
 		a.Note = fmt.Sprintf("DynamoDB is moto's (%v): slower as the table fills", err)
 	} else {
-		mbin, merr := awstest.MotoBinary()
+		mbin, merr := emulators.MotoBinary()
 		if merr != nil {
 			return fail(fmt.Errorf("no DynamoDB emulator: %v; %v", err, merr))
 		}
-		motoPort, perr := awstest.FreePort()
+		motoPort, perr := emulators.FreePort()
 		if perr != nil {
 			return fail(perr)
 		}
-		if a.Dynamo, err = awstest.Launch(ctx, mbin, motoPort, logFile); err != nil {
+		if a.Dynamo, err = emulators.Launch(ctx, mbin, motoPort, logFile); err != nil {
 			return fail(err)
 		}
 		a.Note = "DynamoDB is moto's (dynoxide not found: `make dynoxide` installs it): slower as the table fills"
@@ -122,5 +122,5 @@ func (a *AWS) Emulators() string {
 
 // Atomic says DynamoDB's conditional writes are atomic here (dynoxide);
 // with moto's, clients must send one request at a time
-// (awstest.Server.SerialConfig).
+// (emulators.Server.SerialConfig).
 func (a *AWS) Atomic() bool { return a.Dynamo.Atomic }

@@ -16,7 +16,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
-	"github.com/webhook-inbox/webhook-inbox/internal/awstest"
+	"github.com/webhook-inbox/webhook-inbox/internal/emulators"
 )
 
 // Poller defaults and limits.
@@ -509,7 +509,7 @@ func (p *Poller) logger() *slog.Logger {
 }
 
 // PollerClient is the SQS client of a local poller: cfg's, with each
-// request's body kept from the SDK's early close (awstest.KeepRequestBody),
+// request's body kept from the SDK's early close (emulators.KeepRequestBody),
 // so a receive from the local AWS is not lost with its messages in
 // flight. Lambda's own poller is not the SDK; the functions' clients keep
 // the SDK's behaviour.
@@ -518,5 +518,5 @@ func PollerClient(cfg aws.Config) *sqs.Client {
 	if next == nil {
 		next = awshttp.NewBuildableClient()
 	}
-	return sqs.NewFromConfig(cfg, func(o *sqs.Options) { o.HTTPClient = awstest.KeepRequestBody(next) })
+	return sqs.NewFromConfig(cfg, func(o *sqs.Options) { o.HTTPClient = emulators.KeepRequestBody(next) })
 }

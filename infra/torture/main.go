@@ -37,7 +37,7 @@ import (
 	"time"
 
 	"github.com/webhook-inbox/webhook-inbox/infra/local"
-	"github.com/webhook-inbox/webhook-inbox/internal/awstest"
+	"github.com/webhook-inbox/webhook-inbox/internal/emulators"
 )
 
 func main() {
@@ -165,7 +165,7 @@ type options struct {
 }
 
 func defaults() options {
-	root, err := awstest.ModuleRoot()
+	root, err := emulators.ModuleRoot()
 	if err != nil {
 		root = "."
 	}

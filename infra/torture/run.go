@@ -28,7 +28,7 @@ import (
 
 	"github.com/webhook-inbox/webhook-inbox/infra/local"
 	"github.com/webhook-inbox/webhook-inbox/infra/local/template"
-	"github.com/webhook-inbox/webhook-inbox/internal/awstest"
+	"github.com/webhook-inbox/webhook-inbox/internal/emulators"
 	"github.com/webhook-inbox/webhook-inbox/internal/obs"
 )
 
@@ -181,7 +181,7 @@ func faultRate(o options) float64 {
 // workload starts), provisions the template's resources, and serves the
 // API, the sweep and the receipt receiver.
 func startSystem(ctx context.Context, o options) (*system, error) {
-	if _, err := awstest.DynoxideBinary(); err != nil {
+	if _, err := emulators.DynoxideBinary(); err != nil {
 		return nil, fmt.Errorf("the torture run needs dynoxide (moto's DynamoDB is not atomic across processes): %w", err)
 	}
 	tplPath := filepath.Join(o.Root, "template.yaml")
@@ -235,7 +235,7 @@ func startSystem(ctx context.Context, o options) (*system, error) {
 	log := obs.NewLogger(logFile, slog.LevelInfo)
 
 	cfg, err := awsconfig.LoadDefaultConfig(ctx,
-		awsconfig.WithRegion(awstest.Region),
+		awsconfig.WithRegion(emulators.Region),
 		awsconfig.WithCredentialsProvider(credentials.NewStaticCredentialsProvider("test", "test", "")),
 		awsconfig.WithBaseEndpoint(a.Endpoint),
 		awsconfig.WithEC2IMDSClientEnableState(0),
@@ -349,14 +349,14 @@ func serve(h http.Handler) (string, func(), error) {
 func workerEnvironment(sys *system, o options) []string {
 	r := sys.stack.Resources
 	spec, _ := json.Marshal(pollerSpec{
-		QueueURL: r.QueueURL, QueueARN: r.QueueARN, Region: awstest.Region,
+		QueueURL: r.QueueURL, QueueARN: r.QueueARN, Region: emulators.Region,
 		BatchSize: r.BatchSize, BatchingWindow: r.BatchingWindow, MaxConcurrency: r.MaxConcurrency,
 		Timeout: r.FunctionTimeout,
 	})
 	env := []string{
 		workerEnv + "=" + string(spec),
 		"AWS_ENDPOINT_URL=" + sys.aws.Endpoint,
-		"AWS_REGION=" + awstest.Region,
+		"AWS_REGION=" + emulators.Region,
 		"AWS_ACCESS_KEY_ID=test",
 		"AWS_SECRET_ACCESS_KEY=test",
 		"AWS_EC2_METADATA_DISABLED=true",

@@ -29,7 +29,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
 	"github.com/webhook-inbox/webhook-inbox/infra/local"
-	"github.com/webhook-inbox/webhook-inbox/internal/awstest"
+	"github.com/webhook-inbox/webhook-inbox/internal/emulators"
 	"github.com/webhook-inbox/webhook-inbox/internal/inbox"
 	"github.com/webhook-inbox/webhook-inbox/internal/inboxstore"
 	"github.com/webhook-inbox/webhook-inbox/internal/outbox"
@@ -163,7 +163,7 @@ func run() error {
 	fmt.Printf("burst: answers %s\n", counts(statuses))
 
 	db := dynamodb.NewFromConfig(aws.Config{
-		Region:       awstest.Region,
+		Region:       emulators.Region,
 		Credentials:  credentials.NewStaticCredentialsProvider("test", "test", ""),
 		BaseEndpoint: endpoint,
 	})

@@ -21,7 +21,7 @@ import (
 	"github.com/webhook-inbox/webhook-inbox/infra/local"
 	"github.com/webhook-inbox/webhook-inbox/infra/local/template"
 	"github.com/webhook-inbox/webhook-inbox/internal/app"
-	"github.com/webhook-inbox/webhook-inbox/internal/awstest"
+	"github.com/webhook-inbox/webhook-inbox/internal/emulators"
 	"github.com/webhook-inbox/webhook-inbox/internal/obs"
 	"github.com/webhook-inbox/webhook-inbox/internal/replay"
 )
@@ -70,7 +70,7 @@ func run() error {
 	}
 	endpoint := fmt.Sprintf("http://127.0.0.1:%d", *awsPort)
 	for k, v := range map[string]string{
-		"AWS_ENDPOINT_URL": endpoint, "AWS_REGION": awstest.Region,
+		"AWS_ENDPOINT_URL": endpoint, "AWS_REGION": emulators.Region,
 		"AWS_ACCESS_KEY_ID": "test", "AWS_SECRET_ACCESS_KEY": "test",
 	} {
 		os.Setenv(k, v)

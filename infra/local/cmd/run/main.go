@@ -28,7 +28,7 @@ import (
 	"github.com/webhook-inbox/webhook-inbox/infra/local"
 	"github.com/webhook-inbox/webhook-inbox/infra/local/template"
 	"github.com/webhook-inbox/webhook-inbox/internal/app"
-	"github.com/webhook-inbox/webhook-inbox/internal/awstest"
+	"github.com/webhook-inbox/webhook-inbox/internal/emulators"
 	"github.com/webhook-inbox/webhook-inbox/internal/obs"
 )
 
@@ -76,7 +76,7 @@ func run() error {
 	// they would any endpoint: one, the router's.
 	for k, v := range map[string]string{
 		"AWS_ENDPOINT_URL":      aws.Endpoint,
-		"AWS_REGION":            awstest.Region,
+		"AWS_REGION":            emulators.Region,
 		"AWS_ACCESS_KEY_ID":     "test",
 		"AWS_SECRET_ACCESS_KEY": "test",
 	} {
@@ -99,7 +99,7 @@ func run() error {
 		if next == nil {
 			next = awshttp.NewBuildableClient() // what each client would build itself
 		}
-		handlerCfg.HTTPClient = awstest.Serial(next)
+		handlerCfg.HTTPClient = emulators.Serial(next)
 	}
 	// The developer's own receiver of the example's receipts, if any.
 	overrides := map[string]string{}

@@ -1,4 +1,4 @@
-package awstest
+package emulators
 
 import (
 	"context"
