@@ -422,3 +422,23 @@ func TestNoNextThatRepeats(t *testing.T) {
 		t.Errorf("future range: got %+v", sum)
 	}
 }
+
+// TestReadOnlyAnswers: inspect and the outbox listing say nothing of a dry
+// run or of messages moved; the actions that move things say both.
+func TestReadOnlyAnswers(t *testing.T) {
+	for action, want := range map[string]bool{replay.ActionInspect: false, replay.ActionOutbox: false, replay.ActionSweep: true, replay.ActionDrainDLQ: true} {
+		b, err := json.Marshal(replay.Summary{Action: action, DryRun: true, Counts: map[string]int{}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var m map[string]any
+		if err := json.Unmarshal(b, &m); err != nil {
+			t.Fatal(err)
+		}
+		_, dry := m["dry_run"]
+		_, moved := m["moved"]
+		if dry != want || moved != want || m["action"] != action {
+			t.Errorf("%s: %s; want dry_run and moved %t", action, b, want)
+		}
+	}
+}

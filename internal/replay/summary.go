@@ -51,6 +51,21 @@ type Summary struct {
 	Refused string `json:"refused,omitempty"`
 }
 
+// MarshalJSON leaves dry_run and moved out of the answers of the actions
+// that only read (inspect, outbox): they take no dry_run and move nothing,
+// and an answer saying "dry_run": true would suggest a real run would.
+func (s Summary) MarshalJSON() ([]byte, error) {
+	type plain Summary
+	if s.Action != ActionInspect && s.Action != ActionOutbox {
+		return json.Marshal(plain(s))
+	}
+	return json.Marshal(struct {
+		plain
+		DryRun *bool `json:"dry_run,omitempty"`
+		Moved  *int  `json:"moved,omitempty"`
+	}{plain: plain(s)})
+}
+
 // The outcomes Summary.Counts names.
 const (
 	// drain-dlq and replay: the event was made claimable (inboxstore's

@@ -27,11 +27,20 @@ import (
 )
 
 func main() {
-	if err := run(); err != nil {
-		fmt.Fprintln(os.Stderr, "replay:", err)
+	err := run()
+	switch {
+	case errors.Is(err, errRefused):
+		// The answer, printed, says why; exit 2 as for a usage error.
+		os.Exit(2)
+	case err != nil:
+		fmt.Fprintln(os.Stderr, "replay:", strings.TrimPrefix(err.Error(), "replay: "))
 		os.Exit(1)
 	}
 }
+
+// errRefused is a request the replay function refused, nothing done: its
+// answer is printed as the function gives it.
+var errRefused = errors.New("refused")
 
 func run() error {
 	awsPort := flag.Int("aws-port", 4566, "port on 127.0.0.1 of the `make run` stack's AWS endpoint")
@@ -104,6 +113,12 @@ func run() error {
 		}
 	}
 	sum, err := r.Handle(ctx, req)
+	if errors.Is(err, replay.ErrBadRequest) {
+		// As the function answers it (replay.Invoke): refused, and why.
+		out, _ := json.MarshalIndent(replay.Summary{Action: req.Action, DryRun: req.DryRun == nil || *req.DryRun, Refused: err.Error()}, "", "  ")
+		fmt.Println(string(out))
+		return errRefused
+	}
 	if err != nil {
 		return err
 	}
