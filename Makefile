@@ -129,6 +129,7 @@ bench: ## Signature benchmarks beside the bare primitive and the provider SDK ov
 	@mkdir -p .build
 	$(GO) test -c -o .build/signature.test ./internal/signature/
 	set -o pipefail; for i in $$(seq $(BENCH_COUNT)); do \
+	  echo "bench: round $$i of $(BENCH_COUNT) (about 90 s each; the table comes at the end)" >&2; \
 	  (cd internal/signature && ../../.build/signature.test -test.run='^$$' -test.bench=. -test.benchmem) || exit 1; \
 	done | tee .build/bench.txt | $(GO) run ./infra/bench
 BENCH_COUNT ?= 3

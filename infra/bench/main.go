@@ -147,8 +147,15 @@ func report(w io.Writer, rows []row, maxRatio, maxAllocs float64) {
 			ratio, mark := "-", ""
 			if q, ok := pairedRatio(r, base); ok {
 				ratio = fmt.Sprintf("%.2fx", q)
-				if r.name == "verify+identify" && (q > maxRatio || r.allocs > maxAllocs) {
-					mark = fmt.Sprintf("  over target (%.0fx, %.0f allocs)", maxRatio, maxAllocs)
+				var over []string
+				if r.name == "verify+identify" && q > maxRatio {
+					over = append(over, fmt.Sprintf("%.2fx over the %gx target (-max-ratio)", q, maxRatio))
+				}
+				if r.name == "verify+identify" && r.allocs > maxAllocs {
+					over = append(over, fmt.Sprintf("%.0f allocs over the %g target (-max-allocs)", r.allocs, maxAllocs))
+				}
+				if len(over) > 0 {
+					mark = "  over target: " + strings.Join(over, ", ")
 				}
 			}
 			fmt.Fprintf(w, "%-22s %-34s %12.0f %8.0f %8s%s\n", g, r.name, r.ns, r.allocs, ratio, mark)

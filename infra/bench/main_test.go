@@ -58,7 +58,7 @@ func TestReport(t *testing.T) {
 	got := out.String()
 	for _, want := range []string{
 		"Stripe                 verify+identify                           15000       11    3.00x\n",
-		"GitHub                 verify+identify                            8000       40    2.00x  over target",
+		"GitHub                 verify+identify                            8000       40    2.00x  over target: 40 allocs over the 30 target (-max-allocs)\n",
 	} {
 		if !strings.Contains(got, want) {
 			t.Errorf("report lacks %q:\n%s", want, got)
