@@ -76,7 +76,7 @@ run: local-aws dynoxide-if-any ## Run the whole system locally: the local AWS on
 
 .PHONY: send
 SOURCE ?= stripe
-send: ## Sign a local source's sample as its provider would and POST it: SOURCE=github, SEND_FLAGS="-repeat 2" or -new-id.
+send: ## Sign a local source's sample, or any body, as its provider would and POST it: SOURCE=github, SEND_FLAGS="-repeat 2", -new-id, "-body my.json", "-type issues", "-header 'Name: v'".
 	$(GO) run ./infra/local/cmd/send -source $(SOURCE) $(SEND_FLAGS)
 
 .PHONY: burst

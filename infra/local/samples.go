@@ -30,6 +30,9 @@ type Sample struct {
 	// repository (the corpus), sent byte for byte, without placeholders.
 	Body     string `json:"body"`
 	BodyFile string `json:"body_file"`
+	// Raw, set by the caller, is sent in place of either, byte for byte
+	// (make send -body).
+	Raw []byte `json:"-"`
 }
 
 // LoadSample reads the sample of the named source.
@@ -54,7 +57,10 @@ func LoadSample(root, name string) (Sample, error) {
 // would, returning the request to POST.
 func (s Sample) Signed(root string, src LocalSource, now time.Time) (signature.Request, error) {
 	body := []byte(fill(s.Body, now))
-	if s.BodyFile != "" {
+	switch {
+	case s.Raw != nil:
+		body = s.Raw
+	case s.BodyFile != "":
 		b, err := os.ReadFile(filepath.Join(root, s.BodyFile))
 		if err != nil {
 			return signature.Request{}, err
