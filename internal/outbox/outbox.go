@@ -21,10 +21,12 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	mrand "math/rand/v2"
 	"net/http"
 	"net/http/httptrace"
 	"net/url"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -415,6 +417,11 @@ func (d *Deliverer) longestTimeout() time.Duration {
 		return DefaultTimeout
 	}
 	return longest
+}
+
+// Targets returns the names of the configured targets, sorted.
+func (d *Deliverer) Targets() []string {
+	return slices.Sorted(maps.Keys(d.cfg.Targets))
 }
 
 func (d *Deliverer) backoff(attempt int) time.Duration {

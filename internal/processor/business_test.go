@@ -698,3 +698,27 @@ func TestGitHubPushes(t *testing.T) {
 		}
 	}
 }
+
+// TestUnconfiguredTargetIsRefused: a plan calling a target the outbox has
+// no configuration for is refused before it commits: the event ends dead
+// with the reason, its fact not written, rather than applied with a call
+// that fails every attempt until its row dies.
+func TestUnconfiguredTargetIsRefused(t *testing.T) {
+	b := newBusiness(t)
+	k := b.insert(t, "stripe", "evt_refund", "charge.refunded", time.Unix(1764500000, 0), []byte(`{"id":"evt_refund","type":"charge.refunded"}`))
+	refund := effects.Fact{Kind: "refund", Key: "ch_1"}
+	routes := processor.Routes{"stripe": {"charge.refunded": func(context.Context, inbox.Event) (effects.Plan, error) {
+		return effects.Plan{
+			Facts:    []effects.Fact{refund},
+			Outbound: []effects.Outbound{{Target: "refund_notice", Key: effects.KeyOf(refund.ID(), "refund_notice"), Body: []byte(`{}`), Of: refund.ID()}},
+		}, nil
+	}}}
+	b.handle(t, b.processor(t, nil, routes), sqsMessage(t, "m1", k))
+	ev := b.event(t, k)
+	if ev.Status != inbox.StatusDead || !strings.Contains(ev.LastError, `target "refund_notice", which is not configured (configured: receipt)`) {
+		t.Fatalf("got %s %q, want dead naming the target and the configured ones", ev.Status, ev.LastError)
+	}
+	if _, err := b.s.Part(context.Background(), effects.ScopedID(stripeScope, refund.ID())); err == nil {
+		t.Error("the refund fact was written")
+	}
+}

@@ -39,6 +39,7 @@ import (
 	mrand "math/rand/v2"
 	"slices"
 	"strconv"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -64,6 +65,13 @@ type Store interface {
 // outbox.Deliverer.
 type Outbox interface {
 	Deliver(work, book context.Context, ev inbox.Key, gen int, rows []string, owner string) (outbox.Settlement, error)
+}
+
+// targetLister is an Outbox that says which targets it can deliver to
+// (outbox.Deliverer): a plan naming any other is refused before it
+// commits.
+type targetLister interface {
+	Targets() []string
 }
 
 // DeadLetters receives the messages of events that died, so operators find
@@ -531,6 +539,25 @@ func (p *Processor) record(work, book context.Context, inv invocation, j *job) r
 	return res
 }
 
+// checkTargets refuses a plan whose outbound call names a target the
+// outbox has no configuration for. Committed, its effects would be applied
+// and the call would fail every attempt until its row died; refused, the
+// event is dead with the reason, nothing applied, and replays once the
+// target is configured.
+func (p *Processor) checkTargets(plan effects.Plan) error {
+	tl, ok := p.cfg.Outbox.(targetLister)
+	if !ok || len(plan.Outbound) == 0 {
+		return nil
+	}
+	known := tl.Targets()
+	for _, o := range plan.Outbound {
+		if !slices.Contains(known, o.Target) {
+			return fmt.Errorf("the plan calls target %q, which is not configured (configured: %s)", o.Target, strings.Join(known, ", "))
+		}
+	}
+	return nil
+}
+
 // plan runs the event's handler, adds the rows forwarding it (FORWARD),
 // and checks the plan. A handler that panics fails permanently: a panic is
 // a bug that retrying repeats. A handler's failure forwards nothing: the
@@ -552,6 +579,9 @@ func (p *Processor) plan(ctx context.Context, ev inbox.Event) (plan effects.Plan
 	}
 	if err := plan.ValidateIn(ev.PartScope()); err != nil {
 		return effects.Plan{}, "", effects.Permanent(fmt.Errorf("invalid plan: %w", err))
+	}
+	if err := p.checkTargets(plan); err != nil {
+		return effects.Plan{}, "", effects.Permanent(err)
 	}
 	if business(plan) == 0 {
 		return plan, inbox.OutcomeIgnored, nil
