@@ -29,7 +29,7 @@ import (
 	"github.com/webhook-inbox/webhook-inbox/internal/claimcheck"
 	"github.com/webhook-inbox/webhook-inbox/internal/config"
 	"github.com/webhook-inbox/webhook-inbox/internal/effects"
-	"github.com/webhook-inbox/webhook-inbox/internal/examples"
+	"github.com/webhook-inbox/webhook-inbox/internal/handlers"
 	"github.com/webhook-inbox/webhook-inbox/internal/inbox"
 	"github.com/webhook-inbox/webhook-inbox/internal/inboxstore"
 	"github.com/webhook-inbox/webhook-inbox/internal/ingest"
@@ -207,7 +207,7 @@ func TestEndToEnd(t *testing.T) {
 	if !bytes.Equal(ev.Payload, body) {
 		t.Error("stored payload differs from the bytes sent")
 	}
-	eff, err := e.store.Fact(context.Background(), ev.PartScope(), examples.InvoicePaidKind, invoice)
+	eff, err := e.store.Fact(context.Background(), ev.PartScope(), handlers.InvoicePaidKind, invoice)
 	if err != nil {
 		t.Fatal(err)
 	}

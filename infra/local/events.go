@@ -17,7 +17,7 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 
 	"github.com/webhook-inbox/webhook-inbox/internal/effects"
-	"github.com/webhook-inbox/webhook-inbox/internal/examples"
+	"github.com/webhook-inbox/webhook-inbox/internal/handlers"
 	"github.com/webhook-inbox/webhook-inbox/internal/inbox"
 	"github.com/webhook-inbox/webhook-inbox/internal/replay"
 	"github.com/webhook-inbox/webhook-inbox/internal/signature"
@@ -216,7 +216,7 @@ func ReplayEvents(key inbox.Key, invoiceID string) []ReplayEvent {
 	k := key.String()
 	// The row's key as stored (and listed by the outbox review): in the
 	// event's scope.
-	row := effects.ScopedKey(inbox.ScopeOf(key.Source, key), effects.KeyOf(effects.Fact{Kind: examples.InvoicePaidKind, Key: invoiceID}.ID(), examples.ReceiptTarget))
+	row := effects.ScopedKey(inbox.ScopeOf(key.Source, key), effects.KeyOf(effects.Fact{Kind: handlers.InvoicePaidKind, Key: invoiceID}.ID(), handlers.ReceiptTarget))
 	return []ReplayEvent{
 		{EventReplayDryRun, "drain-dlq-preview", replay.Request{Action: replay.ActionDrainDLQ, DryRun: &yes, Max: 100}},
 		{EventReplayDrain, "drain-dlq", replay.Request{Action: replay.ActionDrainDLQ, DryRun: &no, Max: 100}},

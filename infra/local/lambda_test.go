@@ -23,7 +23,7 @@ import (
 
 	"github.com/webhook-inbox/webhook-inbox/infra/local"
 	"github.com/webhook-inbox/webhook-inbox/internal/awstest"
-	"github.com/webhook-inbox/webhook-inbox/internal/examples"
+	"github.com/webhook-inbox/webhook-inbox/internal/handlers"
 	"github.com/webhook-inbox/webhook-inbox/internal/inbox"
 	"github.com/webhook-inbox/webhook-inbox/internal/inboxstore"
 	"github.com/webhook-inbox/webhook-inbox/internal/obs/emftest"
@@ -283,7 +283,7 @@ func TestBootstrapsUnderRIE(t *testing.T) {
 		if ev.Status != inbox.StatusProcessed || ev.Outcome != inbox.OutcomeApplied {
 			t.Errorf("event: got %s/%s, want processed/applied", ev.Status, ev.Outcome)
 		}
-		if _, err := store.Fact(context.Background(), ev.PartScope(), examples.InvoicePaidKind, invoice); err != nil {
+		if _, err := store.Fact(context.Background(), ev.PartScope(), handlers.InvoicePaidKind, invoice); err != nil {
 			t.Errorf("effect: %v", err)
 		}
 		// The same batch again: acknowledged, no second effect.

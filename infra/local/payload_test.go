@@ -21,7 +21,7 @@ import (
 
 	"github.com/webhook-inbox/webhook-inbox/infra/local"
 	"github.com/webhook-inbox/webhook-inbox/internal/claimcheck"
-	"github.com/webhook-inbox/webhook-inbox/internal/examples"
+	"github.com/webhook-inbox/webhook-inbox/internal/handlers"
 	"github.com/webhook-inbox/webhook-inbox/internal/inbox"
 )
 
@@ -124,7 +124,7 @@ func TestLargePayloads(t *testing.T) {
 			if err != nil || ev.Status != inbox.StatusProcessed || ev.Outcome != inbox.OutcomeApplied || ev.Attempts != 1 {
 				t.Fatalf("event: %+v, %v; want processed/applied after 1 attempt", ev, err)
 			}
-			if _, err := e.store.Fact(ctx, ev.PartScope(), examples.InvoicePaidKind, "in_"+id); err != nil {
+			if _, err := e.store.Fact(ctx, ev.PartScope(), handlers.InvoicePaidKind, "in_"+id); err != nil {
 				t.Errorf("fact of in_%s: %v", id, err)
 			}
 			p, err := e.store.Payload(ctx, ev)

@@ -21,8 +21,8 @@ import (
 
 	"github.com/webhook-inbox/webhook-inbox/infra/local"
 	"github.com/webhook-inbox/webhook-inbox/internal/effects"
-	"github.com/webhook-inbox/webhook-inbox/internal/examples"
 	"github.com/webhook-inbox/webhook-inbox/internal/forward"
+	"github.com/webhook-inbox/webhook-inbox/internal/handlers"
 	"github.com/webhook-inbox/webhook-inbox/internal/inbox"
 	"github.com/webhook-inbox/webhook-inbox/internal/inboxstore"
 	"github.com/webhook-inbox/webhook-inbox/internal/outbox"
@@ -253,16 +253,16 @@ func audit(ctx context.Context, sys *system, w *workload, st *sendStats, ops *op
 		switch {
 		case ev.Invoice != nil:
 			expected[in(invoiceFact(ev.Invoice))] = true
-			expected[in(effects.Update{Entity: examples.MembershipEntity, Key: ev.Invoice.Customer}.ID())] = true
-			expected[in(effects.Update{Entity: examples.LedgerEntity, Key: ev.Invoice.Customer}.ID())] = true
+			expected[in(effects.Update{Entity: handlers.MembershipEntity, Key: ev.Invoice.Customer}.ID())] = true
+			expected[in(effects.Update{Entity: handlers.LedgerEntity, Key: ev.Invoice.Customer}.ID())] = true
 			expected[effects.OutboundPrefix+receiptKey(ev.Invoice)] = true
 			invoices[ev.Invoice.ref()] = ev.Invoice
 		case ev.Subscription != "":
-			expected[in(effects.Update{Entity: examples.SubscriptionEntity, Key: ev.Subscription}.ID())] = true
+			expected[in(effects.Update{Entity: handlers.SubscriptionEntity, Key: ev.Subscription}.ID())] = true
 		case ev.Push != nil:
-			expected[in(effects.Update{Entity: examples.BranchEntity, Key: ev.Push.Branch}.ID())] = true
+			expected[in(effects.Update{Entity: handlers.BranchEntity, Key: ev.Push.Branch}.ID())] = true
 			for _, c := range ev.Push.Commits {
-				expected[in(effects.Fact{Kind: examples.PushCommitKind, Key: ev.Push.Repo + "@" + c}.ID())] = true
+				expected[in(effects.Fact{Kind: handlers.PushCommitKind, Key: ev.Push.Repo + "@" + c}.ID())] = true
 			}
 		}
 		expected["event#"+ev.key()] = true
@@ -324,14 +324,14 @@ func audit(ctx context.Context, sys *system, w *workload, st *sendStats, ops *op
 	// for them.
 	for _, c := range slices.Sorted(maps.Keys(customers)) {
 		tenant, id, _ := strings.Cut(c, "/")
-		led := items[effects.ScopedID(stripeScope(tenant), effects.Update{Entity: examples.LedgerEntity, Key: id}.ID())]
+		led := items[effects.ScopedID(stripeScope(tenant), effects.Update{Entity: handlers.LedgerEntity, Key: id}.ID())]
 		switch {
 		case led.InvoicesPaid > count[c]:
 			dup("%s: %d invoices paid counted, %d facts", led.PK, led.InvoicesPaid, count[c])
 		case led.InvoicesPaid < count[c]:
 			lost("%s (%s): %d invoices paid counted, %d facts", led.PK, c, led.InvoicesPaid, count[c])
 		}
-		m := items[effects.ScopedID(stripeScope(tenant), effects.Update{Entity: examples.MembershipEntity, Key: id}.ID())]
+		m := items[effects.ScopedID(stripeScope(tenant), effects.Update{Entity: handlers.MembershipEntity, Key: id}.ID())]
 		var through int64
 		var by string
 		if l := latest[c]; l != nil {
@@ -423,7 +423,7 @@ func audit(ctx context.Context, sys *system, w *workload, st *sendStats, ops *op
 	}
 	for _, id := range slices.Sorted(maps.Keys(newest)) {
 		n := newest[id]
-		s := items[effects.ScopedID(n.scope(), effects.Update{Entity: examples.SubscriptionEntity, Key: n.Subscription}.ID())]
+		s := items[effects.ScopedID(n.scope(), effects.Update{Entity: handlers.SubscriptionEntity, Key: n.Subscription}.ID())]
 		if s.Status != n.Status || s.Seq != n.Created*1000 || s.SeqTie != n.ID {
 			regress("subscription %s: status %q by %d/%q, the newest event (%s) says %q", id, s.Status, s.Seq, s.SeqTie, n.ID, n.Status)
 		}
@@ -442,7 +442,7 @@ func audit(ctx context.Context, sys *system, w *workload, st *sendStats, ops *op
 			head[p.Branch] = p
 		}
 		for _, c := range p.Commits {
-			id := effects.ScopedID(ev.scope(), effects.Fact{Kind: examples.PushCommitKind, Key: p.Repo + "@" + c}.ID())
+			id := effects.ScopedID(ev.scope(), effects.Fact{Kind: handlers.PushCommitKind, Key: p.Repo + "@" + c}.ID())
 			carried[id] = true
 			if _, ok := items[id]; !ok {
 				lost("commit %s@%s: pushed, no fact", p.Repo, c)
@@ -454,7 +454,7 @@ func audit(ctx context.Context, sys *system, w *workload, st *sendStats, ops *op
 			continue
 		}
 		for _, c := range ev.Push.Commits {
-			id := effects.ScopedID(ev.scope(), effects.Fact{Kind: examples.PushCommitKind, Key: ev.Push.Repo + "@" + c}.ID())
+			id := effects.ScopedID(ev.scope(), effects.Fact{Kind: handlers.PushCommitKind, Key: ev.Push.Repo + "@" + c}.ID())
 			if _, ok := items[id]; ok && !carried[id] {
 				dup("%s: a fact, no push of it processed", id)
 				carried[id] = true // once
@@ -462,7 +462,7 @@ func audit(ctx context.Context, sys *system, w *workload, st *sendStats, ops *op
 		}
 	}
 	for _, b := range slices.Sorted(maps.Keys(head)) {
-		e, p := items[effects.ScopedID(githubScope, effects.Update{Entity: examples.BranchEntity, Key: b}.ID())], head[b]
+		e, p := items[effects.ScopedID(githubScope, effects.Update{Entity: handlers.BranchEntity, Key: b}.ID())], head[b]
 		if e.Head != p.After || e.Seq != p.At*1000 || e.SeqTie != p.After {
 			regress("branch %s: head %s by %d/%q, the newest push says %s", b, e.Head, e.Seq, e.SeqTie, p.After)
 		}
@@ -635,12 +635,12 @@ func (inv *invoice) ref() string { return inv.Tenant + "/" + inv.ID }
 
 // invoiceFact is the ID of an invoice's fact, unscoped.
 func invoiceFact(inv *invoice) string {
-	return effects.Fact{Kind: examples.InvoicePaidKind, Key: inv.ID}.ID()
+	return effects.Fact{Kind: handlers.InvoicePaidKind, Key: inv.ID}.ID()
 }
 
 // receiptKey is the key of an invoice's receipt row, as stored and sent.
 func receiptKey(inv *invoice) string {
-	return effects.ScopedKey(stripeScope(inv.Tenant), effects.KeyOf(invoiceFact(inv), examples.ReceiptTarget))
+	return effects.ScopedKey(stripeScope(inv.Tenant), effects.KeyOf(invoiceFact(inv), handlers.ReceiptTarget))
 }
 
 // sorted returns the invoices by their tenant and id.

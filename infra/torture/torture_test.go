@@ -22,7 +22,7 @@ import (
 	"github.com/webhook-inbox/webhook-inbox/internal/awstest"
 	"github.com/webhook-inbox/webhook-inbox/internal/claimcheck"
 	"github.com/webhook-inbox/webhook-inbox/internal/effects"
-	"github.com/webhook-inbox/webhook-inbox/internal/examples"
+	"github.com/webhook-inbox/webhook-inbox/internal/handlers"
 	"github.com/webhook-inbox/webhook-inbox/internal/inbox"
 	"github.com/webhook-inbox/webhook-inbox/internal/processor"
 )
@@ -211,7 +211,7 @@ func damage(t *testing.T, sys *system, w *workload, st *sendStats, rep *report) 
 	}
 	set(effects.ScopedID(stripeScope(otherTenant), invoiceFact(inv)), "invoice_id", s(inv.ID))
 	if _, err := sys.ddb.UpdateItem(ctx, &dynamodb.UpdateItemInput{
-		TableName: table, Key: map[string]ddbtypes.AttributeValue{"pk": s(effects.ScopedID(stripeScope(inv.Tenant), effects.Update{Entity: examples.LedgerEntity, Key: inv.Customer}.ID()))},
+		TableName: table, Key: map[string]ddbtypes.AttributeValue{"pk": s(effects.ScopedID(stripeScope(inv.Tenant), effects.Update{Entity: handlers.LedgerEntity, Key: inv.Customer}.ID()))},
 		UpdateExpression:          aws.String("ADD invoices_paid :one"),
 		ExpressionAttributeValues: map[string]ddbtypes.AttributeValue{":one": &ddbtypes.AttributeValueMemberN{Value: "1"}},
 	}); err != nil {
@@ -297,9 +297,9 @@ func damage(t *testing.T, sys *system, w *workload, st *sendStats, rep *report) 
 	sys.receiver.mu.Unlock()
 	// Regressions: a subscription, a branch and a membership set back (the
 	// membership by its order alone).
-	set(effects.ScopedID(sub.scope(), effects.Update{Entity: examples.SubscriptionEntity, Key: sub.Subscription}.ID()), "status", s("incomplete_expired"))
-	set(effects.ScopedID(githubScope, effects.Update{Entity: examples.BranchEntity, Key: branch.Branch}.ID()), "head", s("0000000000000000000000000000000000000000"))
-	set(effects.ScopedID(stripeScope(inv.Tenant), effects.Update{Entity: examples.MembershipEntity, Key: inv.Customer}.ID()), "seq_tie", s("in_older"))
+	set(effects.ScopedID(sub.scope(), effects.Update{Entity: handlers.SubscriptionEntity, Key: sub.Subscription}.ID()), "status", s("incomplete_expired"))
+	set(effects.ScopedID(githubScope, effects.Update{Entity: handlers.BranchEntity, Key: branch.Branch}.ID()), "head", s("0000000000000000000000000000000000000000"))
+	set(effects.ScopedID(stripeScope(inv.Tenant), effects.Update{Entity: handlers.MembershipEntity, Key: inv.Customer}.ID()), "seq_tie", s("in_older"))
 
 	damaged, err := audit(ctx, sys, w, st, rep.Operator)
 	if err != nil {

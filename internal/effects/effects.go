@@ -605,6 +605,16 @@ func (e *RefusedError) Error() string {
 // any other error is retried with backoff.
 type Handler func(ctx context.Context, ev inbox.Event) (Plan, error)
 
+// Routes maps a source kind and an event type to its handler (a team's are
+// internal/handlers.Routes). Events with no handler are processed with
+// outcome ignored.
+type Routes map[string]map[string]Handler
+
+// Lookup returns the handler of kind and typ, nil when there is none.
+func (r Routes) Lookup(kind, typ string) Handler {
+	return r[kind][typ]
+}
+
 type permanent struct{ err error }
 
 func (p permanent) Error() string { return p.err.Error() }

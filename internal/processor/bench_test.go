@@ -13,7 +13,7 @@ import (
 	"github.com/aws/smithy-go/middleware"
 
 	"github.com/webhook-inbox/webhook-inbox/internal/awstest"
-	"github.com/webhook-inbox/webhook-inbox/internal/examples"
+	"github.com/webhook-inbox/webhook-inbox/internal/handlers"
 	"github.com/webhook-inbox/webhook-inbox/internal/inboxstore"
 	"github.com/webhook-inbox/webhook-inbox/internal/processor"
 )
@@ -66,7 +66,7 @@ func benchBatch(b *testing.B, n, concurrency int) {
 	store := inboxstore.New(db, "inbox", time.Hour)
 	p, err := processor.New(processor.Config{
 		Store: store, Outbox: mustOutbox(b, store, time.Now), DeadLetters: nopDLQ{}, Visibility: nopVisibility{},
-		Routes: examples.Routes(nil), MaxReceiveCount: 10, Concurrency: concurrency,
+		Routes: handlers.Routes(nil), MaxReceiveCount: 10, Concurrency: concurrency,
 		Logger: slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelWarn})),
 	})
 	if err != nil {

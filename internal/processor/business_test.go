@@ -22,7 +22,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
 	"github.com/webhook-inbox/webhook-inbox/internal/effects"
-	"github.com/webhook-inbox/webhook-inbox/internal/examples"
+	"github.com/webhook-inbox/webhook-inbox/internal/handlers"
 	"github.com/webhook-inbox/webhook-inbox/internal/inbox"
 	"github.com/webhook-inbox/webhook-inbox/internal/inboxstore"
 	"github.com/webhook-inbox/webhook-inbox/internal/obs"
@@ -129,12 +129,12 @@ func (b *business) processor(tb testing.TB, store outbox.Store, routes processor
 		store = b.s
 	}
 	if routes == nil {
-		routes = examples.Routes(nil)
+		routes = handlers.Routes(nil)
 	}
 	log := slog.New(slog.NewJSONHandler(&lockedBuffer{b: b.logs, mu: &b.mu}, nil))
 	d, err := outbox.New(outbox.Config{
 		Store:   store,
-		Targets: map[string]outbox.Target{examples.ReceiptTarget: {URL: b.rc.srv.URL + "/receipts", Timeout: 500 * time.Millisecond}},
+		Targets: map[string]outbox.Target{handlers.ReceiptTarget: {URL: b.rc.srv.URL + "/receipts", Timeout: 500 * time.Millisecond}},
 		Logger:  log, Now: b.clock.now, Metrics: b.metrics,
 	})
 	if err != nil {
@@ -230,12 +230,12 @@ var (
 
 // receiptKey is the key of an invoice's receipt row, as stored and sent.
 func receiptKey(invoiceID string) string {
-	return effects.ScopedKey(stripeScope, effects.KeyOf(effects.Fact{Kind: examples.InvoicePaidKind, Key: invoiceID}.ID(), examples.ReceiptTarget))
+	return effects.ScopedKey(stripeScope, effects.KeyOf(effects.Fact{Kind: handlers.InvoicePaidKind, Key: invoiceID}.ID(), handlers.ReceiptTarget))
 }
 
 func membership(b *business, tb testing.TB) map[string]any {
 	tb.Helper()
-	return b.part(tb, effects.ScopedID(stripeScope, effects.Update{Entity: examples.MembershipEntity, Key: "cus_1"}.ID()))
+	return b.part(tb, effects.ScopedID(stripeScope, effects.Update{Entity: handlers.MembershipEntity, Key: "cus_1"}.ID()))
 }
 
 func receive(m events.SQSMessage, n int) events.SQSMessage {
@@ -294,7 +294,7 @@ func TestStoppedAfterCommit(t *testing.T) {
 	b := newBusiness(t)
 	k := b.insert(t, "stripe", "evt_stop", "invoice.paid", time.Unix(1764500000, 0), invoiceEvent("evt_stop", "invoice.paid", "in_stop", periodEnd))
 	stopped, err := processor.New(processor.Config{
-		Store: b.s, Outbox: stoppedOutbox{}, DeadLetters: b.dlq, Visibility: nopVisibility{}, Routes: examples.Routes(nil),
+		Store: b.s, Outbox: stoppedOutbox{}, DeadLetters: b.dlq, Visibility: nopVisibility{}, Routes: handlers.Routes(nil),
 		MaxReceiveCount: 5, Logger: slog.New(slog.DiscardHandler), Now: b.clock.now,
 	})
 	if err != nil {
@@ -414,7 +414,7 @@ func TestOneInvoiceManyEvents(t *testing.T) {
 
 func ledger(b *business, tb testing.TB) map[string]any {
 	tb.Helper()
-	return b.part(tb, effects.ScopedID(stripeScope, effects.Update{Entity: examples.LedgerEntity, Key: "cus_1"}.ID()))
+	return b.part(tb, effects.ScopedID(stripeScope, effects.Update{Entity: handlers.LedgerEntity, Key: "cus_1"}.ID()))
 }
 
 // TestLedgerCountsEachInvoiceOnce: a customer's invoices, each carried by
@@ -521,7 +521,7 @@ func TestSubscriptionReversed(t *testing.T) {
 			p := b.processor(t, nil, nil)
 			b.handle(t, p, sqsMessage(t, "m1", deleted))
 			b.handle(t, p, sqsMessage(t, "m2", updated))
-			sub := b.part(t, effects.ScopedID(stripeScope, effects.Update{Entity: examples.SubscriptionEntity, Key: "sub_1"}.ID()))
+			sub := b.part(t, effects.ScopedID(stripeScope, effects.Update{Entity: handlers.SubscriptionEntity, Key: "sub_1"}.ID()))
 			if sub["status"] != "canceled" {
 				t.Errorf("status: got %v, want canceled", sub["status"])
 			}
@@ -678,12 +678,12 @@ func TestGitHubPushes(t *testing.T) {
 			t.Fatalf("%s: got retries %v", k, got)
 		}
 	}
-	branch := b.part(t, effects.ScopedID(githubScope, effects.Update{Entity: examples.BranchEntity, Key: "octo/app:refs/heads/main"}.ID()))
+	branch := b.part(t, effects.ScopedID(githubScope, effects.Update{Entity: handlers.BranchEntity, Key: "octo/app:refs/heads/main"}.ID()))
 	if branch["head"] != c3 {
 		t.Errorf("head: got %v, want %s", branch["head"], c3)
 	}
 	for _, sha := range []string{c1, c2, c3} {
-		f := b.part(t, effects.ScopedID(githubScope, effects.Fact{Kind: examples.PushCommitKind, Key: "octo/app@" + sha}.ID()))
+		f := b.part(t, effects.ScopedID(githubScope, effects.Fact{Kind: handlers.PushCommitKind, Key: "octo/app@" + sha}.ID()))
 		if want := map[string]string{c1: older.String(), c2: newer.String(), c3: newer.String()}[sha]; f["event_key"] != want {
 			t.Errorf("commit %s recorded by %v, want %s", sha[:4], f["event_key"], want)
 		}

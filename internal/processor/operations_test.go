@@ -13,7 +13,7 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 
 	"github.com/webhook-inbox/webhook-inbox/internal/effects"
-	"github.com/webhook-inbox/webhook-inbox/internal/examples"
+	"github.com/webhook-inbox/webhook-inbox/internal/handlers"
 	"github.com/webhook-inbox/webhook-inbox/internal/inbox"
 	"github.com/webhook-inbox/webhook-inbox/internal/inboxstore"
 	"github.com/webhook-inbox/webhook-inbox/internal/obs"
@@ -61,7 +61,7 @@ func TestForcedRerunDuplicatesNothing(t *testing.T) {
 	if got := b.handle(t, b.processor(t, nil, nil), sqsMessage(t, "m1", k)); len(got) != 0 {
 		t.Fatalf("first delivery: retries %v", got)
 	}
-	fact := effects.ScopedID(stripeScope, effects.Fact{Kind: examples.InvoicePaidKind, Key: "in_rerun"}.ID())
+	fact := effects.ScopedID(stripeScope, effects.Fact{Kind: handlers.InvoicePaidKind, Key: "in_rerun"}.ID())
 	factBefore, memberBefore, ledgerBefore := b.part(t, fact), membership(b, t), ledger(b, t)
 
 	b.clock.advance(10 * time.Minute)
@@ -133,16 +133,16 @@ func TestInspectShowsWhatAnEventWrote(t *testing.T) {
 	}
 	slices.Sort(parts)
 	want := []string{
-		effects.ScopedID(stripeScope, effects.Update{Entity: examples.LedgerEntity, Key: "cus_1"}.ID()),
-		effects.ScopedID(stripeScope, effects.Update{Entity: examples.MembershipEntity, Key: "cus_1"}.ID()),
-		effects.ScopedID(stripeScope, effects.Fact{Kind: examples.InvoicePaidKind, Key: "in_inspect"}.ID()),
+		effects.ScopedID(stripeScope, effects.Update{Entity: handlers.LedgerEntity, Key: "cus_1"}.ID()),
+		effects.ScopedID(stripeScope, effects.Update{Entity: handlers.MembershipEntity, Key: "cus_1"}.ID()),
+		effects.ScopedID(stripeScope, effects.Fact{Kind: handlers.InvoicePaidKind, Key: "in_inspect"}.ID()),
 	}
 	slices.Sort(want)
 	if !slices.Equal(parts, want) {
 		t.Errorf("parts: got %v, want %v", parts, want)
 	}
 	if len(v.OutboxRows) != 1 || v.OutboxRows[0].Key != receiptKey("in_inspect") || v.OutboxRows[0].State != string(outbox.Delivered) ||
-		v.OutboxRows[0].Target != examples.ReceiptTarget || v.OutboxRows[0].Event != k.String() || v.OutboxRows[0].DeliveredAt == "" {
+		v.OutboxRows[0].Target != handlers.ReceiptTarget || v.OutboxRows[0].Event != k.String() || v.OutboxRows[0].DeliveredAt == "" {
 		t.Errorf("outbox rows: got %+v", v.OutboxRows)
 	}
 	sum = b.run(t, r, replay.Request{Action: replay.ActionInspect, EventKey: k.String(), IncludePayload: true})

@@ -86,13 +86,10 @@ type Visibility interface {
 	Delay(ctx context.Context, receiptHandle string, d time.Duration) error
 }
 
-// Routes maps a source kind and an event type to its handler. Events with
-// no handler are processed with outcome ignored.
-type Routes map[string]map[string]effects.Handler
-
-func (r Routes) lookup(kind, typ string) effects.Handler {
-	return r[kind][typ]
-}
+// Routes is effects.Routes: a source kind and an event type to its
+// handler (the handlers' room, internal/handlers, builds them without
+// importing the processor).
+type Routes = effects.Routes
 
 // Defaults of Config.
 const (
@@ -565,7 +562,7 @@ func (p *Processor) checkTargets(plan effects.Plan) error {
 // parts only (business effects): an event forwarded and nothing else is
 // ignored, its forwarding reported on its own (see forwardRows).
 func (p *Processor) plan(ctx context.Context, ev inbox.Event) (plan effects.Plan, outcome inbox.Outcome, err error) {
-	if h := p.cfg.Routes.lookup(ev.Kind, ev.Type); h != nil {
+	if h := p.cfg.Routes.Lookup(ev.Kind, ev.Type); h != nil {
 		if plan, err = p.handle(ctx, h, ev); err != nil {
 			return effects.Plan{}, "", err
 		}

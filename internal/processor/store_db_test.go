@@ -18,7 +18,7 @@ import (
 
 	"github.com/webhook-inbox/webhook-inbox/internal/awstest"
 	"github.com/webhook-inbox/webhook-inbox/internal/effects"
-	"github.com/webhook-inbox/webhook-inbox/internal/examples"
+	"github.com/webhook-inbox/webhook-inbox/internal/handlers"
 	"github.com/webhook-inbox/webhook-inbox/internal/inbox"
 	"github.com/webhook-inbox/webhook-inbox/internal/inboxstore"
 	"github.com/webhook-inbox/webhook-inbox/internal/outbox"
@@ -73,7 +73,7 @@ func mustTable(tb testing.TB, db *dynamodb.Client, name string) {
 func mustProcessor(tb testing.TB, store processor.Store, now func() time.Time) *processor.Processor {
 	tb.Helper()
 	p, err := processor.New(processor.Config{
-		Store: store, Outbox: mustOutbox(tb, store, now), DeadLetters: nopDLQ{}, Visibility: nopVisibility{}, Routes: examples.Routes(nil), MaxReceiveCount: 5,
+		Store: store, Outbox: mustOutbox(tb, store, now), DeadLetters: nopDLQ{}, Visibility: nopVisibility{}, Routes: handlers.Routes(nil), MaxReceiveCount: 5,
 		Logger: slog.New(slog.NewJSONHandler(&bytes.Buffer{}, nil)), Now: now,
 	})
 	if err != nil {
@@ -142,7 +142,7 @@ func TestTwoWorkersOneMessage(t *testing.T) {
 	if ev.Status != inbox.StatusProcessed || ev.Outcome != inbox.OutcomeApplied {
 		t.Errorf("event: got %s/%s, want processed/applied", ev.Status, ev.Outcome)
 	}
-	if _, err := s.Fact(context.Background(), ev.PartScope(), examples.InvoicePaidKind, "in_race"); err != nil {
+	if _, err := s.Fact(context.Background(), ev.PartScope(), handlers.InvoicePaidKind, "in_race"); err != nil {
 		t.Errorf("effect: %v", err)
 	}
 	// Losers either saw the lease (and retry later) or the processed
@@ -185,7 +185,7 @@ func TestCrashedWorkerLeaseExpires(t *testing.T) {
 	}
 	// The crashed worker cannot commit afterwards: the event is processed
 	// by another owner.
-	plan, err := examples.StripeInvoicePaid(context.Background(), ev)
+	plan, err := handlers.StripeInvoicePaid(context.Background(), ev)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -218,7 +218,7 @@ func TestSameInvoiceTwoEvents(t *testing.T) {
 	if got := mustEvent(t, s, second).Outcome; got != inbox.OutcomeDuplicateEffect {
 		t.Errorf("second: got %s, want duplicate_effect", got)
 	}
-	eff, err := s.Fact(context.Background(), "stripe#", examples.InvoicePaidKind, "in_same")
+	eff, err := s.Fact(context.Background(), "stripe#", handlers.InvoicePaidKind, "in_same")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -267,7 +267,7 @@ func TestLastReceiveKeepsTheDLQConsistent(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		p, dlq := newProcessor(t, s, examples.Routes(nil), time.Now)
+		p, dlq := newProcessor(t, s, handlers.Routes(nil), time.Now)
 		resp, _ := p.Handle(ctx, events.SQSEvent{Records: []events.SQSMessage{lastReceive(sqsMessage(t, "copy", k))}})
 		if len(resp.BatchItemFailures) != 0 || len(dlq.sent) != 0 {
 			t.Fatalf("got failures %v and DLQ %v, want neither", resp.BatchItemFailures, dlq.sent)
@@ -275,7 +275,7 @@ func TestLastReceiveKeepsTheDLQConsistent(t *testing.T) {
 		if ev := mustEvent(t, s, k); ev.Status != inbox.StatusProcessing || ev.LeaseOwner != "holder" {
 			t.Fatalf("event: got %s held by %q, want processing by holder", ev.Status, ev.LeaseOwner)
 		}
-		plan, err := examples.StripeInvoicePaid(ctx, held)
+		plan, err := handlers.StripeInvoicePaid(ctx, held)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -306,7 +306,7 @@ func TestLastReceiveKeepsTheDLQConsistent(t *testing.T) {
 
 	t.Run("no event: acknowledged, nothing in the DLQ", func(t *testing.T) {
 		s := mustStore(t)
-		p, dlq := newProcessor(t, s, examples.Routes(nil), time.Now)
+		p, dlq := newProcessor(t, s, handlers.Routes(nil), time.Now)
 		resp, _ := p.Handle(ctx, events.SQSEvent{Records: []events.SQSMessage{lastReceive(sqsMessage(t, "orphan", inbox.Key{Source: "stripe", EventID: "evt_none"}))}})
 		if len(resp.BatchItemFailures) != 0 || len(dlq.sent) != 0 {
 			t.Errorf("got failures %v and DLQ %v, want neither", resp.BatchItemFailures, dlq.sent)
@@ -323,7 +323,7 @@ func TestLastReceiveKeepsTheDLQConsistent(t *testing.T) {
 			if _, err := s.Claim(ctx, ev.Key, "taker", later, later.Add(time.Minute)); err != nil {
 				return effects.Plan{}, err
 			}
-			return examples.StripeInvoicePaid(ctx, ev)
+			return handlers.StripeInvoicePaid(ctx, ev)
 		}}}
 		p, dlq := newProcessor(t, s, slow, time.Now)
 		resp, _ := p.Handle(ctx, events.SQSEvent{Records: []events.SQSMessage{lastReceive(sqsMessage(t, "m", k))}})
@@ -333,7 +333,7 @@ func TestLastReceiveKeepsTheDLQConsistent(t *testing.T) {
 		if ev := mustEvent(t, s, k); ev.Status != inbox.StatusProcessing || ev.LeaseOwner != "taker" {
 			t.Errorf("event: got %s held by %q, want processing by taker", ev.Status, ev.LeaseOwner)
 		}
-		if _, err := s.Fact(ctx, "stripe#", examples.InvoicePaidKind, "in_taken"); !errors.Is(err, inbox.ErrNotFound) {
+		if _, err := s.Fact(ctx, "stripe#", handlers.InvoicePaidKind, "in_taken"); !errors.Is(err, inbox.ErrNotFound) {
 			t.Errorf("effect of the worker that lost its lease: %v, want none", err)
 		}
 	})
@@ -380,7 +380,7 @@ func mustOutbox(tb testing.TB, store any, now func() time.Time) processor.Outbox
 	tb.Helper()
 	d, err := outbox.New(outbox.Config{
 		Store:   store.(outbox.Store),
-		Targets: map[string]outbox.Target{examples.ReceiptTarget: {}},
+		Targets: map[string]outbox.Target{handlers.ReceiptTarget: {}},
 		Logger:  slog.New(slog.NewJSONHandler(&bytes.Buffer{}, nil)),
 		Now:     now,
 	})

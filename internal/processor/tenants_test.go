@@ -11,7 +11,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/webhook-inbox/webhook-inbox/internal/effects"
-	"github.com/webhook-inbox/webhook-inbox/internal/examples"
+	"github.com/webhook-inbox/webhook-inbox/internal/handlers"
 	"github.com/webhook-inbox/webhook-inbox/internal/inbox"
 	"github.com/webhook-inbox/webhook-inbox/internal/replay"
 )
@@ -57,11 +57,11 @@ func tenantInvoice(eventID, typ string, periodEnd int64) []byte {
 // scope: its fact, the customer's membership and ledger, and the key of
 // its receipt row.
 func tenantParts(scope string) (fact, member, ledger, receipt string) {
-	f := effects.Fact{Kind: examples.InvoicePaidKind, Key: "in_shared"}.ID()
+	f := effects.Fact{Kind: handlers.InvoicePaidKind, Key: "in_shared"}.ID()
 	return effects.ScopedID(scope, f),
-		effects.ScopedID(scope, effects.Update{Entity: examples.MembershipEntity, Key: "cus_shared"}.ID()),
-		effects.ScopedID(scope, effects.Update{Entity: examples.LedgerEntity, Key: "cus_shared"}.ID()),
-		effects.ScopedKey(scope, effects.KeyOf(f, examples.ReceiptTarget))
+		effects.ScopedID(scope, effects.Update{Entity: handlers.MembershipEntity, Key: "cus_shared"}.ID()),
+		effects.ScopedID(scope, effects.Update{Entity: handlers.LedgerEntity, Key: "cus_shared"}.ID()),
+		effects.ScopedKey(scope, effects.KeyOf(f, handlers.ReceiptTarget))
 }
 
 // TestTenantCannotWriteAnothersParts: tenant A signs an invoice.paid with
@@ -151,7 +151,7 @@ func TestUnscopedEventKeepsItsKeys(t *testing.T) {
 		t.Fatalf("retries %v", got)
 	}
 	ev := b.event(t, k)
-	legacy := effects.Fact{Kind: examples.InvoicePaidKind, Key: "in_old"}.ID()
+	legacy := effects.Fact{Kind: handlers.InvoicePaidKind, Key: "in_old"}.ID()
 	if !ev.Unscoped || ev.Outcome != inbox.OutcomeApplied {
 		t.Fatalf("event: unscoped %t, outcome %s; want unscoped, applied", ev.Unscoped, ev.Outcome)
 	}

@@ -15,7 +15,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
 	"github.com/webhook-inbox/webhook-inbox/internal/awstest"
-	"github.com/webhook-inbox/webhook-inbox/internal/examples"
+	"github.com/webhook-inbox/webhook-inbox/internal/handlers"
 	"github.com/webhook-inbox/webhook-inbox/internal/inbox"
 	"github.com/webhook-inbox/webhook-inbox/internal/inboxstore"
 	"github.com/webhook-inbox/webhook-inbox/internal/outbox"
@@ -34,12 +34,12 @@ func measuredExamples(tb testing.TB, receiverURL string) (*inboxstore.Store, *pr
 	mustTable(tb, dynamodb.NewFromConfig(srv.Config()), "inbox")
 	store := inboxstore.New(dynamodb.NewFromConfig(cfg), "inbox", time.Hour)
 	log := slog.New(slog.NewJSONHandler(&bytes.Buffer{}, &slog.HandlerOptions{Level: slog.LevelError}))
-	d, err := outbox.New(outbox.Config{Store: store, Targets: map[string]outbox.Target{examples.ReceiptTarget: {URL: receiverURL}}, Logger: log})
+	d, err := outbox.New(outbox.Config{Store: store, Targets: map[string]outbox.Target{handlers.ReceiptTarget: {URL: receiverURL}}, Logger: log})
 	if err != nil {
 		tb.Fatal(err)
 	}
 	p, err := processor.New(processor.Config{
-		Store: store, Outbox: d, DeadLetters: nopDLQ{}, Visibility: nopVisibility{}, Routes: examples.Routes(nil),
+		Store: store, Outbox: d, DeadLetters: nopDLQ{}, Visibility: nopVisibility{}, Routes: handlers.Routes(nil),
 		MaxReceiveCount: 10, Logger: log,
 	})
 	if err != nil {

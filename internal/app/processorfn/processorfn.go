@@ -16,8 +16,8 @@ import (
 	"github.com/webhook-inbox/webhook-inbox/internal/app"
 	"github.com/webhook-inbox/webhook-inbox/internal/config"
 	"github.com/webhook-inbox/webhook-inbox/internal/eventbus"
-	"github.com/webhook-inbox/webhook-inbox/internal/examples"
 	"github.com/webhook-inbox/webhook-inbox/internal/forward"
+	"github.com/webhook-inbox/webhook-inbox/internal/handlers"
 	"github.com/webhook-inbox/webhook-inbox/internal/obs"
 	"github.com/webhook-inbox/webhook-inbox/internal/outbox"
 	"github.com/webhook-inbox/webhook-inbox/internal/processor"
@@ -30,7 +30,7 @@ func New(cfg config.Config, awsCfg aws.Config, log *slog.Logger) (*processor.Pro
 	client := sqs.NewFromConfig(awsCfg)
 	store := app.CommitStore(cfg, awsCfg, log)
 	targets := map[string]outbox.Target{
-		examples.ReceiptTarget: {URL: cfg.ReceiptWebhookURL, RetryUnknown: cfg.ReceiptRetryUnknown},
+		handlers.ReceiptTarget: {URL: cfg.ReceiptWebhookURL, RetryUnknown: cfg.ReceiptRetryUnknown},
 	}
 	var bus outbox.Bus
 	if len(cfg.Forward) > 0 {
@@ -57,7 +57,7 @@ func New(cfg config.Config, awsCfg aws.Config, log *slog.Logger) (*processor.Pro
 		Outbox:          deliverer,
 		DeadLetters:     queue.New(client, cfg.DLQURL),
 		Visibility:      queue.New(client, cfg.QueueURL),
-		Routes:          examples.Routes(examples.StripeModes(cfg.Sources.Livemodes())),
+		Routes:          handlers.Routes(handlers.StripeModes(cfg.Sources.Livemodes())),
 		Forward:         cfg.Forward,
 		MaxReceiveCount: cfg.MaxReceiveCount,
 		Concurrency:     cfg.Concurrency,

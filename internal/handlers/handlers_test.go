@@ -1,4 +1,4 @@
-package examples
+package handlers
 
 import (
 	"bytes"
@@ -116,12 +116,14 @@ func TestRoutes(t *testing.T) {
 			}
 		})
 	}
-	total := 0
-	for _, types := range routes {
-		total += len(types)
-	}
-	if total != len(tests) {
-		t.Errorf("got %d routes, want the %d listed", total, len(tests))
+	// Every route has a handler; the shipped ones are those listed above,
+	// and a team's own are added beside them without touching this test.
+	for kind, types := range routes {
+		for typ, h := range types {
+			if h == nil {
+				t.Errorf("%s/%s: a route with no handler", kind, typ)
+			}
+		}
 	}
 }
 

@@ -1,8 +1,11 @@
-// Package examples holds the business handlers shipped with webhook-inbox,
-// as models for your own. Each is pure: it decodes the verified payload
-// and declares its effects as an effects.Plan; none touches storage, the
-// environment or the network, so it gives the same plan for the same event
-// every time it runs.
+// Package handlers is the team's room: the business handlers (Routes: a
+// source kind and an event type to a handler). The shipped Stripe and
+// GitHub handlers are the starting point; a team's own go beside them.
+// It imports only internal/effects and internal/inbox, so upgrading the
+// framework never means merging into it. Each handler is pure: it decodes
+// the verified payload and declares its effects as an effects.Plan; none
+// touches storage, the environment or the network, so it gives the same
+// plan for the same event every time it runs.
 //
 // Contracts every handler here keeps:
 //
@@ -13,7 +16,7 @@
 //   - Identities come from the business object (an invoice id, a commit
 //     sha, a subscription id), never from the event id, so every event
 //     carrying the same thing declares the same parts.
-package examples
+package handlers
 
 import (
 	"context"
@@ -24,16 +27,15 @@ import (
 
 	"github.com/webhook-inbox/webhook-inbox/internal/effects"
 	"github.com/webhook-inbox/webhook-inbox/internal/inbox"
-	"github.com/webhook-inbox/webhook-inbox/internal/processor"
 )
 
 // Routes returns the shipped handlers by source kind and event type: the
 // one place they are registered. Events of other types are processed as
 // ignored. The Stripe handlers take only events in their source's mode
 // (see StripeModes).
-func Routes(modes StripeModes) processor.Routes {
+func Routes(modes StripeModes) effects.Routes {
 	stripe := func(h effects.Handler) effects.Handler { return modes.guard(h) }
-	return processor.Routes{
+	return effects.Routes{
 		"stripe": {
 			// Stripe sends both for one successful payment of an invoice;
 			// they declare the same parts, so the second changes nothing.
