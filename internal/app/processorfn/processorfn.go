@@ -1,5 +1,5 @@
 // Package processorfn wires the processor function's handler from its
-// validated configuration and AWS clients, with the shipped example routes
+// validated configuration and AWS clients, with the routes of internal/handlers
 // and their outbox targets. The Lambda main, the local stack and the
 // torture run's workers all build it here, so they cannot wire it
 // differently; it is a package of its own so that the other functions'
