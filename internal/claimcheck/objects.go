@@ -240,14 +240,8 @@ func wrap(op string, err error) error {
 	return awserr.Wrap(op, err)
 }
 
-// Gzip compresses a payload for an object.
-func Gzip(p []byte) []byte {
-	var b bytes.Buffer
-	w, _ := gzip.NewWriterLevel(&b, gzip.DefaultCompression)
-	_, _ = w.Write(p) // a bytes.Buffer does not fail
-	_ = w.Close()
-	return b.Bytes()
-}
+// Gzip compresses a payload for an object: inboxstore's, the project's one.
+func Gzip(p []byte) []byte { return inboxstore.Gzip(p) }
 
 func gunzip(z []byte) ([]byte, error) {
 	if len(z) > MaxPayload {

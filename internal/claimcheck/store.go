@@ -59,13 +59,16 @@ func New(inner *inboxstore.Store, objects *Objects) *Store {
 // the provider sends it again.
 func (s *Store) Insert(ctx context.Context, e inbox.Event, now time.Time) (inbox.Event, error) {
 	if len(e.Payload) > InlineMax && e.PayloadRef == nil {
-		if z := Gzip(e.Payload); len(z) > InlineMax {
-			ref, err := s.objects.Put(ctx, e.Key, e.Payload, z)
-			if err != nil {
-				return inbox.Event{}, fmt.Errorf("insert %s: %w", e.Key, err)
-			}
-			e.Payload, e.PayloadRef = nil, &ref
+		z := Gzip(e.Payload)
+		if len(z) <= InlineMax {
+			// Fits the item: compressed once, here.
+			return s.Store.InsertGzipped(ctx, e, z, now)
 		}
+		ref, err := s.objects.Put(ctx, e.Key, e.Payload, z)
+		if err != nil {
+			return inbox.Event{}, fmt.Errorf("insert %s: %w", e.Key, err)
+		}
+		e.Payload, e.PayloadRef = nil, &ref
 	}
 	return s.Store.Insert(ctx, e, now)
 }

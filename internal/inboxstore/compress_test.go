@@ -40,7 +40,7 @@ func TestCompressKeptWriters(t *testing.T) {
 			defer wg.Done()
 			for i := range 50 {
 				p := inputs[(g+i)%len(inputs)]
-				got, ok := compress(p)
+				got, ok := compress(p, nil)
 				if !ok {
 					t.Errorf("input %d not compressed", (g+i)%len(inputs))
 					return
@@ -74,7 +74,7 @@ func BenchmarkCompress(b *testing.B) {
 	b.Run("kept-writer", func(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
-			compress(p)
+			compress(p, nil)
 		}
 	})
 }

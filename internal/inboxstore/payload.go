@@ -57,26 +57,34 @@ const minCompress = 256
 // memory.
 const maxPayload = 16 << 20
 
-// compress returns the gzip of p when it is smaller by a tenth at least;
-// ok is false when p is to be stored as it is.
-func compress(p []byte) ([]byte, bool) {
-	if len(p) < minCompress {
-		return nil, false
-	}
+// Gzip compresses a payload: the one gzip of the project, for the item's
+// payload_z and for the claim check's objects (which decide on it whether
+// a payload fits the item, and pass it on to InsertGzipped rather than
+// compress twice).
+func Gzip(p []byte) []byte {
 	var b bytes.Buffer
 	w := gzipWriters.Get().(*gzip.Writer)
 	defer gzipWriters.Put(w)
 	w.Reset(&b)
-	if _, err := w.Write(p); err != nil {
+	_, _ = w.Write(p) // a bytes.Buffer does not fail
+	_ = w.Close()
+	return b.Bytes()
+}
+
+// compress returns z, the gzip of p (made now when z is nil), when it is
+// smaller than p by a tenth at least; ok is false when p is to be stored
+// as it is.
+func compress(p, z []byte) ([]byte, bool) {
+	if len(p) < minCompress {
 		return nil, false
 	}
-	if err := w.Close(); err != nil {
+	if z == nil {
+		z = Gzip(p)
+	}
+	if len(z) > len(p)*9/10 {
 		return nil, false
 	}
-	if b.Len() > len(p)*9/10 {
-		return nil, false
-	}
-	return b.Bytes(), true
+	return z, true
 }
 
 // gzipWriters keeps compressors for reuse: a new one allocates and clears

@@ -235,7 +235,9 @@ func scopeOf(e inbox.Event) *string {
 	return &s
 }
 
-func toItem(e inbox.Event) item {
+// toItem is the item of e; z, when not nil, is the gzip of e.Payload,
+// already made.
+func toItem(e inbox.Event, z []byte) item {
 	it := item{
 		PK: pk(e.Key), Source: e.Key.Source, Account: e.Key.Account, EventID: e.Key.EventID,
 		Kind: e.Kind, EventType: e.Type, CreatedAt: ts(e.Created), Payload: e.Payload, Attributes: e.Attributes,
@@ -247,7 +249,7 @@ func toItem(e inbox.Event) item {
 	}
 	if r := e.PayloadRef; r != nil {
 		it.Payload, it.PayloadRef = nil, &payloadRef{Object: r.Object, Bytes: r.Bytes, SHA256: r.SHA256}
-	} else if z, ok := compress(e.Payload); ok {
+	} else if z, ok := compress(e.Payload, z); ok {
 		it.Payload, it.PayloadZ = nil, z
 	}
 	switch {
@@ -341,11 +343,21 @@ func decode(av map[string]types.AttributeValue) (inbox.Event, error) {
 // event has no expiry (retention counts from the end of processing) and
 // enters the unfinished index, due at once.
 func (s *Store) Insert(ctx context.Context, e inbox.Event, now time.Time) (inbox.Event, error) {
+	return s.insert(ctx, e, nil, now)
+}
+
+// InsertGzipped is Insert for a payload whose gzip z the caller has
+// already made (the claim check, deciding whether it fits the item).
+func (s *Store) InsertGzipped(ctx context.Context, e inbox.Event, z []byte, now time.Time) (inbox.Event, error) {
+	return s.insert(ctx, e, z, now)
+}
+
+func (s *Store) insert(ctx context.Context, e inbox.Event, z []byte, now time.Time) (inbox.Event, error) {
 	e.ExpiresAt = time.Time{}
 	if e.DueAt.IsZero() {
 		e.DueAt = e.ReceivedAt
 	}
-	av, err := attributevalue.MarshalMap(toItem(e))
+	av, err := attributevalue.MarshalMap(toItem(e, z))
 	if err != nil {
 		return inbox.Event{}, fmt.Errorf("insert %s: %w", e.Key, err)
 	}
