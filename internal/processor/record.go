@@ -1,0 +1,228 @@
+package processor
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/webhook-inbox/webhook-inbox/internal/effects"
+	"github.com/webhook-inbox/webhook-inbox/internal/forward"
+	"github.com/webhook-inbox/webhook-inbox/internal/inbox"
+)
+
+// One record's life: the handler's plan (checked against the configured
+// targets), the commit, and the delivery of its outbox rows. The batch and
+// its deadline are in processor.go, the failure rules in failure.go.
+
+// record processes one record. work ends at the deadline margin; book
+// outlives it, for recording what happened before the response is due.
+func (p *Processor) record(work, book context.Context, inv invocation, j *job) recordResult {
+	rec := j.rec
+	msg, err := inbox.DecodeMessage(rec.Body)
+	if err != nil {
+		// Not a message of ours: straight to the DLQ for an operator,
+		// rather than dropped or retried for nothing.
+		res := recordResult{outcome: logPoison, err: err}
+		if derr := p.cfg.DeadLetters.Send(book, rec.Body); derr != nil {
+			res.retry, res.err = true, fmt.Errorf("%w; sending to DLQ: %w", err, derr)
+		}
+		return res
+	}
+	k := msg.Key
+	owner := j.owner
+	now := p.cfg.Now()
+	ev, err := p.cfg.Store.Claim(work, k, owner, now, inv.leaseUntil(now))
+	res := recordResult{key: k, eventType: ev.Type}
+	if r, ok := p.notOurs(work, book, j, ev, err, res, err); ok {
+		return r
+	}
+	switch {
+	case errors.Is(err, inbox.ErrNotDue):
+		// A copy of a failed event's message (a provider's retry) waits
+		// for the event's backoff, as the failed message does.
+		return p.notNow(book, rec, ev.RetryAt, res, logNotDue, err)
+	case err != nil:
+		return p.failed(work, book, j, k, res, err)
+	}
+	res.attempt = ev.Attempts
+	if tries := ev.Attempts - ev.RevivedAttempts; tries > p.cfg.MaxAttempts {
+		return p.dead(work, book, j, k, res, fmt.Errorf("%d attempts, over the budget of %d: not tried again", tries, p.cfg.MaxAttempts))
+	}
+
+	plan, outcome, err := p.plan(work, ev)
+	if err != nil {
+		return p.failed(work, book, j, k, res, err)
+	}
+	outcome, plan, err = p.commit(work, ev, owner, plan, outcome)
+	switch {
+	case err == nil:
+		res.outcome = string(outcome)
+		if len(plan.Outbound) > 0 {
+			// The rows as the store keeps them: in the event's scope.
+			rows := make([]string, len(plan.Outbound))
+			for i, o := range plan.Outbound {
+				rows[i] = effects.ScopedKey(ev.PartScope(), o.Key)
+			}
+			return p.deliver(work, book, j, k, ev.OutboxGen, rows, res)
+		}
+	case errors.Is(err, inbox.ErrAlreadyProcessed):
+		// Committed by this worker (its answer lost) or by another that
+		// took the event over: the stored event says which rows it has.
+		res.outcome = logAlreadyProcessed
+		if stored, gerr := p.cfg.Store.Get(book, k, p.cfg.Now()); gerr == nil {
+			r, _ := p.notOurs(work, book, j, stored, err, res, err)
+			return r
+		}
+	case errors.Is(err, inbox.ErrLeaseLost):
+		// Another worker took the event over and answers for it now.
+		res.outcome, res.err = logLeaseLost, err
+		if !p.last(rec) {
+			res.retry = true
+			p.delay(book, rec, p.backoff(rec), &res)
+		}
+	default:
+		return p.failed(work, book, j, k, res, err)
+	}
+	return res
+}
+
+// checkTargets refuses a plan whose outbound call names a target the
+// outbox has no configuration for. Committed, its effects would be applied
+// and the call would fail every attempt until its row died; refused, the
+// event is dead with the reason, nothing applied, and replays once the
+// target is configured.
+func (p *Processor) checkTargets(plan effects.Plan) error {
+	tl, ok := p.cfg.Outbox.(targetLister)
+	if !ok || len(plan.Outbound) == 0 {
+		return nil
+	}
+	known := tl.Targets()
+	for _, o := range plan.Outbound {
+		if !slices.Contains(known, o.Target) {
+			return fmt.Errorf("the plan calls target %q, which is not configured (configured: %s)", o.Target, strings.Join(known, ", "))
+		}
+	}
+	return nil
+}
+
+// plan runs the event's handler, adds the rows forwarding it (FORWARD),
+// and checks the plan. A handler that panics fails permanently: a panic is
+// a bug that retrying repeats. A handler's failure forwards nothing: the
+// event is forwarded when it commits. The outcome speaks of the handler's
+// parts only (business effects): an event forwarded and nothing else is
+// ignored, its forwarding reported on its own (see forwardRows).
+func (p *Processor) plan(ctx context.Context, ev inbox.Event) (plan effects.Plan, outcome inbox.Outcome, err error) {
+	if h := p.cfg.Routes.Lookup(ev.Kind, ev.Type); h != nil {
+		if plan, err = p.handle(ctx, h, ev); err != nil {
+			return effects.Plan{}, "", err
+		}
+	}
+	if routes := p.cfg.Forward.Match(ev.Key.Source, ev.Type); len(routes) > 0 {
+		rows, err := forward.Outbound(ev, routes)
+		if err != nil {
+			return effects.Plan{}, "", effects.Permanent(fmt.Errorf("forwarding: %w", err))
+		}
+		plan.Outbound = append(plan.Outbound, rows...)
+	}
+	if err := plan.ValidateIn(ev.PartScope()); err != nil {
+		return effects.Plan{}, "", effects.Permanent(fmt.Errorf("invalid plan: %w", err))
+	}
+	if err := p.checkTargets(plan); err != nil {
+		return effects.Plan{}, "", effects.Permanent(err)
+	}
+	if business(plan) == 0 {
+		return plan, inbox.OutcomeIgnored, nil
+	}
+	return plan, inbox.OutcomeApplied, nil
+}
+
+// forwardRows counts the plan's forwarding rows (FORWARD's: the only
+// EventBridge rows; handlers' calls are HTTP).
+func forwardRows(plan effects.Plan) int {
+	n := 0
+	for _, o := range plan.Outbound {
+		if o.Action == effects.ActionEventBridge {
+			n++
+		}
+	}
+	return n
+}
+
+// business counts the plan's parts that are business effects: all but
+// its forwarding rows.
+func business(plan effects.Plan) int { return plan.Len() - forwardRows(plan) }
+
+// handle runs a handler, a panic made a permanent failure.
+func (p *Processor) handle(ctx context.Context, h effects.Handler, ev inbox.Event) (plan effects.Plan, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = effects.Permanent(fmt.Errorf("handler panicked: %v", r))
+		}
+	}()
+	return h(ctx, ev)
+}
+
+// commit writes the plan and marks the event processed. Parts the store
+// refuses — facts and rows written already, stale updates — are dropped
+// with the parts that belong to them, and the commit retried with the
+// rest: the outcome is applied when some business part is left (a
+// forwarding row is none), else stale when an update was refused, else
+// duplicate_effect; an event with no business part to begin with stays
+// ignored.
+func (p *Processor) commit(ctx context.Context, ev inbox.Event, owner string, plan effects.Plan, outcome inbox.Outcome) (inbox.Outcome, effects.Plan, error) {
+	stale := false
+	for range plan.Len() + 1 {
+		err := p.cfg.Store.Complete(ctx, ev, owner, plan, outcome, p.cfg.Now())
+		var refused *effects.RefusedError
+		if !errors.As(err, &refused) {
+			return outcome, plan, err
+		}
+		// An update refused with a fact it belongs to is that fact's
+		// duplicate, not stale in its own right.
+		plan, _ = plan.Drop(refused.Exists...)
+		for _, id := range refused.Stale {
+			if slices.Contains(plan.IDs(), id) {
+				stale = true
+				plan, _ = plan.Drop(id)
+			}
+		}
+		if business(plan) == 0 && outcome != inbox.OutcomeIgnored {
+			outcome = inbox.OutcomeDuplicateEffect
+			if stale {
+				outcome = inbox.OutcomeStale
+			}
+		}
+	}
+	return outcome, plan, errors.New("commit: refused parts did not settle")
+}
+
+// deliver sends the event's outbox rows after its commit. An outbox that
+// does not settle (a receiver down, a row held by another worker, no time
+// left) brings the record back when its earliest row is due; on the last
+// receive the record is acknowledged, and the event, still in the sweep's
+// index, is brought back by the sweep. It never makes anything dead: the
+// event is processed.
+func (p *Processor) deliver(work, book context.Context, j *job, k inbox.Key, gen int, rows []string, res recordResult) recordResult {
+	st, err := p.cfg.Outbox.Deliver(work, book, k, gen, rows, j.owner)
+	if err != nil {
+		res.err = fmt.Errorf("outbox: %w", err)
+	}
+	if st.Settled {
+		res.outbox = "settled"
+		return res
+	}
+	res.outbox = "pending"
+	if res.err == nil {
+		res.err = errors.New("outbox not settled")
+	}
+	if p.last(j.rec) {
+		return res
+	}
+	res.retry = true
+	wait := st.Due.Sub(p.cfg.Now()) + time.Second
+	p.delay(book, j.rec, min(max(wait, time.Second), p.cfg.RetryCap), &res)
+	return res
+}
