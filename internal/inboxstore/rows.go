@@ -279,3 +279,115 @@ func (s *Store) Part(ctx context.Context, id string) (map[string]any, error) {
 func (s *Store) Fact(ctx context.Context, scope, kind, key string) (map[string]any, error) {
 	return s.Part(ctx, effects.ScopedID(scope, effects.Fact{Kind: kind, Key: key}.ID()))
 }
+
+// ResolveRow records an operator's review of an outbox row that ended
+// without a known delivery (rejected, unknown or dead): resolved, final,
+// out of the review list, with the operator's note. Any other row is
+// refused with outbox.ErrNotForReview (and the row); a missing one with
+// inbox.ErrNotFound.
+func (s *Store) ResolveRow(ctx context.Context, key, note string, now time.Time) (outbox.Row, error) {
+	if len(note) > maxCause {
+		note = note[:maxCause]
+	}
+	out, err := s.api.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName:                &s.table,
+		Key:                      map[string]types.AttributeValue{"pk": str(rowPK(key))},
+		UpdateExpression:         aws.String("SET #status = :resolved, resolved_from = #status, resolution = :note, resolved_at = :now, updated_at = :now REMOVE sweep_shard"),
+		ConditionExpression:      aws.String("#status IN (:rejected, :unknown, :dead)"),
+		ExpressionAttributeNames: map[string]string{"#status": "status"},
+		ExpressionAttributeValues: map[string]types.AttributeValue{
+			":resolved": str(string(outbox.Resolved)),
+			":rejected": str(string(outbox.Rejected)),
+			":unknown":  str(string(outbox.Unknown)),
+			":dead":     str(string(outbox.Dead)),
+			":note":     str(note),
+			":now":      str(ts(now)),
+		},
+		ReturnValues:                        types.ReturnValueAllNew,
+		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
+	})
+	var ccf *types.ConditionalCheckFailedException
+	switch {
+	case errors.As(err, &ccf):
+		return notForReview("resolve row", ccf.Item)
+	case err != nil:
+		return outbox.Row{}, awserr.Wrap("resolve row", err)
+	}
+	return decodeRow(out.Attributes)
+}
+
+func notForReview(op string, old map[string]types.AttributeValue) (outbox.Row, error) {
+	if old == nil {
+		return outbox.Row{}, fmt.Errorf("%s: %w", op, inbox.ErrNotFound)
+	}
+	r, err := decodeRow(old)
+	if err != nil {
+		return outbox.Row{}, fmt.Errorf("%s: %w", op, err)
+	}
+	return r, fmt.Errorf("%s: it is %s: %w", op, r.State, outbox.ErrNotForReview)
+}
+
+// ResendRow is an operator's deliberate resend of an outbox row that ended
+// rejected, unknown or dead (after checking that its receiver did not act
+// on it): in one transaction the row becomes pending and due now, with a
+// fresh attempts budget (attempts_before_resend keeps the old count), and
+// its event's outbox pending again, in the sweep's outbox partitions and
+// due now, so a delivery follows even if the message the caller sends next
+// is lost. The event's outbox generation (OutboxGen) grows in the same
+// write: a delivery pass that saw the row final before the resend cannot
+// settle the outbox after it (SettleOutbox is conditioned on the
+// generation it read), so the row is never left pending in an outbox
+// marked settled. A delivered row is never resent. It returns the row as it was, or
+// outbox.ErrNotForReview (with the row) for a row in another state, or
+// inbox.ErrNotFound when the row or its event is gone.
+func (s *Store) ResendRow(ctx context.Context, key string, now time.Time) (outbox.Row, error) {
+	r, err := s.Row(ctx, key)
+	if err != nil {
+		return outbox.Row{}, fmt.Errorf("resend row: %w", err)
+	}
+	if !r.State.ForReview() {
+		return r, fmt.Errorf("resend row: it is %s: %w", r.State, outbox.ErrNotForReview)
+	}
+	_, err = s.api.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: []types.TransactWriteItem{
+		{Update: &types.Update{
+			TableName:                &s.table,
+			Key:                      map[string]types.AttributeValue{"pk": str(rowPK(key))},
+			UpdateExpression:         aws.String("SET #status = :pending, due_ms = :nowms, resent = if_not_exists(resent, :zero) + :one, attempts_before_resend = attempts, attempts = :zero, updated_at = :now REMOVE sweep_shard, lease_owner, lease_until"),
+			ConditionExpression:      aws.String("#status IN (:rejected, :unknown, :dead)"),
+			ExpressionAttributeNames: map[string]string{"#status": "status"},
+			ExpressionAttributeValues: map[string]types.AttributeValue{
+				":pending": str(string(outbox.Pending)), ":rejected": str(string(outbox.Rejected)),
+				":unknown": str(string(outbox.Unknown)), ":dead": str(string(outbox.Dead)),
+				":nowms": num(now.UnixMilli()), ":now": str(ts(now)), ":zero": num(0), ":one": num(1),
+			},
+			ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
+		}},
+		{Update: &types.Update{
+			TableName:                &s.table,
+			Key:                      map[string]types.AttributeValue{"pk": str(pk(r.Event))},
+			UpdateExpression:         aws.String("SET outbox = :pending, outbox_gen = if_not_exists(outbox_gen, :zero) + :one, sweep_shard = :shard, due_ms = :nowms, updated_at = :now REMOVE expires_at, swept"),
+			ConditionExpression:      aws.String("#status = :processed AND contains(outbox_rows, :row) AND (attribute_not_exists(expires_at) OR expires_at >= :nows)"),
+			ExpressionAttributeNames: map[string]string{"#status": "status"},
+			ExpressionAttributeValues: map[string]types.AttributeValue{
+				":pending": str(outboxPending), ":shard": str(outboxShard(r.Event)), ":processed": str(string(inbox.StatusProcessed)),
+				":row": str(key), ":nowms": num(now.UnixMilli()), ":nows": num(now.Unix()), ":now": str(ts(now)),
+				":zero": num(0), ":one": num(1),
+			},
+		}},
+	}})
+	var tce *types.TransactionCanceledException
+	switch {
+	case errors.As(err, &tce):
+		reasons := tce.CancellationReasons
+		if len(reasons) == 2 && aws.ToString(reasons[0].Code) == "ConditionalCheckFailed" {
+			return notForReview("resend row", reasons[0].Item)
+		}
+		if len(reasons) == 2 && aws.ToString(reasons[1].Code) == "ConditionalCheckFailed" {
+			return r, fmt.Errorf("resend row: its event %s is not processed, gone or does not list it: %w", r.Event, inbox.ErrNotFound)
+		}
+		return r, fmt.Errorf("resend row: %w: %w", inbox.ErrUnavailable, err)
+	case err != nil:
+		return r, awserr.Wrap("resend row", err)
+	}
+	return r, nil
+}
