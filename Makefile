@@ -68,11 +68,13 @@ cfn-lint: ## Lint template.yaml (what `sam validate --lint` runs).
 	$(CFN_LINT) $(TEMPLATE)
 
 .PHONY: run
-run: local-aws dynoxide-if-any ## Run the whole system locally: the local AWS on :4566 (kumo, dynoxide for DynamoDB), the API on 127.0.0.1:3000, the processor polling.
+run: local-aws dynoxide-if-any ## Run the whole system locally: the local AWS on :4566 (kumo, dynoxide for DynamoDB), the API on 127.0.0.1:3000, the processor polling; logs as text (RUN_FLAGS="-log json -metrics": as in Lambda).
 	@# Built, then run: under `go run`, Ctrl-C made the go command exit 1
 	@# (make: *** Error 1) though the stack had stopped cleanly with 0.
 	$(GO) build -o .build/run ./infra/local/cmd/run
-	./.build/run
+	./.build/run $(RUN_FLAGS)
+
+RUN_FLAGS ?=
 
 .PHONY: send
 SOURCE ?= stripe

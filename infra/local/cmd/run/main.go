@@ -51,6 +51,8 @@ func run() error {
 	stateDir := flag.String("state", ".local", "directory for the emulator's log")
 	sweepEvery := flag.Duration("sweep-every", envDuration("SWEEP_EVERY"), "how often the sweep runs (default: the template's Sweep schedule; env SWEEP_EVERY)")
 	sweepAfter := flag.Duration("sweep-after", envDuration("SWEEP_AFTER"), "how long an unfinished event may be overdue before the sweep re-enqueues it (default: the template's SweepAfterSeconds; env SWEEP_AFTER)")
+	logFormat := flag.String("log", "text", "log lines as text (key=value, for reading here) or json (as in Lambda)")
+	metrics := flag.Bool("metrics", false, "embed the CloudWatch metrics (EMF) in the log lines, as in Lambda")
 	flag.Parse()
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -86,7 +88,15 @@ func run() error {
 	if err != nil {
 		return err
 	}
-	log := obs.NewLogger(os.Stdout, slog.LevelInfo)
+	var log *slog.Logger
+	switch *logFormat {
+	case "text":
+		log = slog.New(slog.NewTextHandler(os.Stdout, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	case "json":
+		log = obs.NewLogger(os.Stdout, slog.LevelInfo)
+	default:
+		return fmt.Errorf("-log %q: want text or json", *logFormat)
+	}
 	// Where DynamoDB is moto's, the handlers' requests go one at a time:
 	// moto checks a write's condition and then writes without a lock, and
 	// with several processor batches in flight two claims of one event
@@ -103,6 +113,11 @@ func run() error {
 	}
 	// The developer's own receiver of the example's receipts, if any.
 	overrides := map[string]string{}
+	if !*metrics {
+		// No EMF blob in every line: the metrics are CloudWatch's, and
+		// here nothing reads them.
+		overrides["METRICS_NAMESPACE"] = ""
+	}
 	for _, name := range []string{"RECEIPT_WEBHOOK_URL", "RECEIPT_RETRY_UNKNOWN"} {
 		if v, ok := os.LookupEnv(name); ok {
 			overrides[name] = v
