@@ -26,6 +26,11 @@ const (
 	// DefaultMaxRequestBytes is API Gateway's own payload quota (10 MB),
 	// used when APIOptions.MaxRequestBytes is not positive.
 	DefaultMaxRequestBytes = 10 << 20
+	// MaxHeaderBytes is an HTTP API's quota on the total combined size of
+	// the request line and the header values (10,240 bytes, not
+	// adjustable): a provider's delivery over it never reaches the
+	// function, deployed or here.
+	MaxHeaderBytes = 10240
 	// DefaultIntegrationTimeout is an HTTP API's integration timeout (30 s,
 	// its most), used when APIOptions.IntegrationTimeout is not positive.
 	DefaultIntegrationTimeout = 30 * time.Second
@@ -193,6 +198,11 @@ func (a *api) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // serve answers one request and reports the status written, the matched
 // route key (empty when none) and the error, if any, that made it a 5xx.
 func (a *api) serve(w http.ResponseWriter, r *http.Request, start time.Time, reqID string) (int, string, error) {
+	if headerBytes(r) > MaxHeaderBytes {
+		// API Gateway's refusal, before any route: its answer is not
+		// documented; 431 with its {"message":…} shape is this API's.
+		return writeMessage(w, http.StatusRequestHeaderFieldsTooLarge, "Request Header Fields Too Large"), "", nil
+	}
 	routeKey, params, ok := matchRoute(r.Method, r.URL.EscapedPath())
 	if !ok {
 		return writeError(w, http.StatusNotFound, "not found"), "", nil
@@ -561,4 +571,17 @@ func EventFromRequest(r *http.Request, body []byte, now time.Time) (ev events.AP
 		return events.APIGatewayV2HTTPRequest{}, false
 	}
 	return newEvent(r, body, routeKey, params, newRequestID(), now), true
+}
+
+// headerBytes is the size MaxHeaderBytes bounds: the request line and
+// every header's name and value, Host's included (the quota counts values;
+// names are counted too, so nothing over it passes here).
+func headerBytes(r *http.Request) int {
+	n := len(r.Method) + 1 + len(r.RequestURI) + 1 + len(r.Proto) + len("Host") + len(r.Host)
+	for name, vs := range r.Header {
+		for _, v := range vs {
+			n += len(name) + len(v)
+		}
+	}
+	return n
 }

@@ -798,3 +798,41 @@ func FuzzAPI(f *testing.F) {
 		}
 	})
 }
+
+// TestAPIHeaderQuota: an HTTP API refuses a request whose request line and
+// headers pass its 10,240-byte quota before any route or function; one at
+// the quota reaches the function.
+func TestAPIHeaderQuota(t *testing.T) {
+	c := &capture{resp: events.APIGatewayV2HTTPResponse{StatusCode: http.StatusAccepted}}
+	srv := startAPI(t, c.handle, APIOptions{})
+	post := func(extra int) (int, string) {
+		t.Helper()
+		req, err := http.NewRequest(http.MethodPost, srv.URL+"/webhooks/stripe", strings.NewReader("{}"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header.Set("X-Pad", strings.Repeat("p", extra))
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	// What Go's client sends besides X-Pad: the request line, Host,
+	// User-Agent, Content-Length and Accept-Encoding.
+	line := len("POST /webhooks/stripe HTTP/1.1")
+	others := len("Host") + len(strings.TrimPrefix(srv.URL, "http://")) + len("User-Agent") + len("Go-http-client/1.1") +
+		len("Content-Length") + len("2") + len("Accept-Encoding") + len("gzip") + len("X-Pad")
+	pad := MaxHeaderBytes - line - others
+	if status, body := post(pad); status != http.StatusAccepted {
+		t.Fatalf("at the quota: %d %s, want it passed to the function", status, body)
+	}
+	if status, body := post(pad + 1); status != http.StatusRequestHeaderFieldsTooLarge || body != `{"message":"Request Header Fields Too Large"}` {
+		t.Fatalf("over the quota: %d %s", status, body)
+	}
+	if len(c.events) != 1 {
+		t.Errorf("the function saw %d requests, want 1", len(c.events))
+	}
+}
