@@ -613,18 +613,8 @@ const (
 
 // dlqCount is the DLQ's messages: visible, in flight and delayed.
 func dlqCount(ctx context.Context, sys *system, url string) (int, error) {
-	attrs, err := sys.sqs.GetQueueAttributes(ctx, &sqs.GetQueueAttributesInput{QueueUrl: &url,
-		AttributeNames: []sqstypes.QueueAttributeName{sqstypes.QueueAttributeNameApproximateNumberOfMessages,
-			sqstypes.QueueAttributeNameApproximateNumberOfMessagesNotVisible, sqstypes.QueueAttributeNameApproximateNumberOfMessagesDelayed}})
-	if err != nil {
-		return 0, fmt.Errorf("dlq: %w", err)
-	}
-	total := 0
-	for _, v := range attrs.Attributes {
-		n, _ := strconv.Atoi(v)
-		total += n
-	}
-	return total, nil
+	v, f, d, err := countsOf(ctx, sys, url, "dlq")
+	return v + f + d, err
 }
 
 // githubScope is the scope of the GitHub events' parts.

@@ -73,17 +73,7 @@ func drawParams(tpl *template.Template, seed uint64) (params, error) {
 		default:
 			v = int(math.Round(math.Exp(math.Log(float64(lo)) + r.Float64()*(math.Log(float64(top))-math.Log(float64(lo))))))
 		}
-		v = min(max(v, lo), top)
-		switch name {
-		case "RetryBaseSeconds":
-			p.RetryBase = v
-		case "RetryCapSeconds":
-			p.RetryCap = v
-		case "MaxReceiveCount":
-			p.MaxReceiveCount = v
-		case "SweepAfterSeconds":
-			p.SweepAfter = v
-		}
+		*p.field(name) = min(max(v, lo), top)
 	}
 	return p, nil
 }
@@ -112,20 +102,29 @@ func parseParams(s string, tpl *template.Template, seed uint64) (params, error) 
 		if (decl.MinValue != nil && float64(n) < *decl.MinValue) || (decl.MaxValue != nil && float64(n) > *decl.MaxValue) {
 			return p, fmt.Errorf("-params: %s=%d is outside the template's range", name, n)
 		}
-		switch name {
-		case "RetryBaseSeconds":
-			p.RetryBase = n
-		case "RetryCapSeconds":
-			p.RetryCap = n
-		case "MaxReceiveCount":
-			p.MaxReceiveCount = n
-		case "SweepAfterSeconds":
-			p.SweepAfter = n
-		default:
+		f := p.field(name)
+		if f == nil {
 			return p, fmt.Errorf("-params: %s is not one a run sets (RetryBaseSeconds, RetryCapSeconds, MaxReceiveCount, SweepAfterSeconds)", name)
 		}
+		*f = n
 	}
 	return p, nil
+}
+
+// field is the setting named after its template parameter, nil for any
+// other name.
+func (p *params) field(name string) *int {
+	switch name {
+	case "RetryBaseSeconds":
+		return &p.RetryBase
+	case "RetryCapSeconds":
+		return &p.RetryCap
+	case "MaxReceiveCount":
+		return &p.MaxReceiveCount
+	case "SweepAfterSeconds":
+		return &p.SweepAfter
+	}
+	return nil
 }
 
 // String is the set as the report prints it.

@@ -671,8 +671,13 @@ func queued(ctx context.Context, sys *system) (int, error) {
 // queueCounts is the main queue's visible, in flight and delayed
 // messages.
 func queueCounts(ctx context.Context, sys *system) (visible, inFlight, delayed int, err error) {
+	return countsOf(ctx, sys, sys.stack.Resources.QueueURL, "main queue")
+}
+
+// countsOf is a queue's visible, in flight and delayed messages.
+func countsOf(ctx context.Context, sys *system, url, name string) (visible, inFlight, delayed int, err error) {
 	attrs, err := sys.sqs.GetQueueAttributes(ctx, &sqs.GetQueueAttributesInput{
-		QueueUrl: &sys.stack.Resources.QueueURL,
+		QueueUrl: &url,
 		AttributeNames: []sqstypes.QueueAttributeName{
 			sqstypes.QueueAttributeNameApproximateNumberOfMessages,
 			sqstypes.QueueAttributeNameApproximateNumberOfMessagesNotVisible,
@@ -680,7 +685,7 @@ func queueCounts(ctx context.Context, sys *system) (visible, inFlight, delayed i
 		},
 	})
 	if err != nil {
-		return 0, 0, 0, fmt.Errorf("main queue: %w", err)
+		return 0, 0, 0, fmt.Errorf("%s: %w", name, err)
 	}
 	n := func(a sqstypes.QueueAttributeName) int {
 		v, _ := strconv.Atoi(attrs.Attributes[string(a)])

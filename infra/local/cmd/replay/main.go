@@ -112,13 +112,8 @@ func run() error {
 			fmt.Fprintln(os.Stderr, progressLine(s, time.Until(deadline)))
 		}
 	}
-	sum, err := r.Handle(ctx, req)
-	if errors.Is(err, replay.ErrBadRequest) {
-		// As the function answers it (replay.Invoke): refused, and why.
-		out, _ := json.MarshalIndent(replay.Summary{Action: req.Action, DryRun: req.DryRun == nil || *req.DryRun, Refused: err.Error()}, "", "  ")
-		fmt.Println(string(out))
-		return errRefused
-	}
+	// As the function runs it: a refusal is an answer saying why.
+	sum, err := r.Invoke(ctx, payload)
 	if err != nil {
 		return err
 	}
@@ -127,6 +122,9 @@ func run() error {
 		return err
 	}
 	fmt.Println(string(out))
+	if sum.Refused != "" {
+		return errRefused
+	}
 	if sum.Error != "" {
 		return errors.New(sum.Error)
 	}
