@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"go/parser"
+	"go/token"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -212,6 +214,36 @@ func TestStripeModes(t *testing.T) {
 				t.Errorf("%s %s %s: got %d parts, %v; want a permanent refusal naming the source", tt.source, typ, tt.livemode, plan.Len(), err)
 			case !tt.refused && (err != nil || plan.Len() == 0):
 				t.Errorf("%s %s %s: got %d parts, %v; want the plan", tt.source, typ, tt.livemode, plan.Len(), err)
+			}
+		}
+	}
+}
+
+// TestRoomImports: the handlers' room imports only the effect model and
+// the event (and the standard library), so a team's code here never
+// depends on the framework's storage, network or protocol.
+func TestRoomImports(t *testing.T) {
+	allowed := map[string]bool{
+		"github.com/webhook-inbox/webhook-inbox/internal/effects": true,
+		"github.com/webhook-inbox/webhook-inbox/internal/inbox":   true,
+	}
+	files, err := filepath.Glob("*.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	fset := token.NewFileSet()
+	for _, f := range files {
+		if strings.HasSuffix(f, "_test.go") {
+			continue
+		}
+		file, err := parser.ParseFile(fset, f, nil, parser.ImportsOnly)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, imp := range file.Imports {
+			path := strings.Trim(imp.Path.Value, `"`)
+			if strings.Contains(path, ".") && !allowed[path] {
+				t.Errorf("%s imports %s: the room imports only internal/effects and internal/inbox", f, path)
 			}
 		}
 	}
