@@ -63,8 +63,14 @@ func StaleOverrides(tpl *template.Template, sc *Samconfig) []string {
 // start (every webhook answered 5xx, the queue not drained). A resource
 // the environment names (a table, a queue URL) is given a value of its
 // kind: it only exists once deployed.
+//
+// It checks the template's Rules first, as CloudFormation does before it
+// changes anything: a rule that fails is a deploy refused.
 func StartFunctions(tpl *template.Template) error {
 	var errs []error
+	if err := tpl.CheckRules(); err != nil {
+		errs = append(errs, fmt.Errorf("the deploy would be refused: %w", err))
+	}
 	for _, id := range slices.Sorted(maps.Keys(FunctionNeeds)) {
 		env, err := Environment(tpl, id)
 		if err != nil {

@@ -191,7 +191,7 @@ func TestCommandLineSourcesBreak(t *testing.T) {
 // no events) stop the processor at cold start, rather than every row
 // ending dead; the template's rule refuses it before that (cfn-lint does
 // not evaluate rules: the rule is in the template, the start-up check
-// here).
+// here, with the template's rules evaluated by StartFunctions).
 func TestForwardWithoutABus(t *testing.T) {
 	tpl := loadTemplate(t)
 	if err := Apply(tpl, map[string]string{"Forward": `[{"source":"stripe"}]`}); err != nil {
@@ -201,12 +201,56 @@ func TestForwardWithoutABus(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "ProcessorFunction would not start") || !strings.Contains(err.Error(), "FORWARD_BUS") {
 		t.Errorf("StartFunctions: %v, want the processor refusing routes without a bus", err)
 	}
-	raw, err := os.ReadFile(filepath.Join(root, "template.yaml"))
-	if err != nil {
+	if err == nil || !strings.Contains(err.Error(), "rule ForwardNeedsABus") {
+		t.Errorf("StartFunctions: %v, want the template's ForwardNeedsABus rule refusing the deploy first", err)
+	}
+}
+
+// TestReceiptSettingsMoved: a deployment that still sets the receipt's own
+// parameters, replaced by Targets, is refused before anything changes (the
+// template's rule) and at the processor's cold start; never deployed with
+// its receipts going to the log. Both parameters at their defaults and the
+// URL in Targets deploy.
+func TestReceiptSettingsMoved(t *testing.T) {
+	for _, set := range []map[string]string{
+		{"ReceiptWebhookUrl": "https://receipts.example.com/hook"},
+		{"ReceiptRetryUnknown": "true"},
+	} {
+		tpl := loadTemplate(t)
+		if err := Apply(tpl, set); err != nil {
+			t.Fatal(err)
+		}
+		err := StartFunctions(tpl)
+		if err == nil || !strings.Contains(err.Error(), "rule ReceiptSettingsMoved") || !strings.Contains(err.Error(), "ProcessorFunction would not start") || !strings.Contains(err.Error(), "TARGETS") {
+			t.Errorf("%v: StartFunctions: %v, want the rule and the processor refusing it", set, err)
+		}
+	}
+	tpl := loadTemplate(t)
+	if err := Apply(tpl, map[string]string{"ReceiptWebhookUrl": "", "ReceiptRetryUnknown": "false",
+		"Targets": `[{"name":"receipt","url":"https://receipts.example.com/hook","retry_unknown":true}]`}); err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(string(raw), "ForwardNeedsABus:") {
-		t.Error("template.yaml has no ForwardNeedsABus rule")
+	if err := StartFunctions(tpl); err != nil {
+		t.Errorf("moved into Targets: %v", err)
+	}
+}
+
+// TestTargetsMatchTheHandlers: a Targets parameter that leaves out a
+// target the handlers declare, or names one nobody declares, stops the
+// processor at its start, naming it; never rows failing at run time.
+func TestTargetsMatchTheHandlers(t *testing.T) {
+	for set, want := range map[string]string{
+		`[]`: `target "receipt", which internal/handlers declares, has no TARGETS entry`,
+		`[{"name":"receipt"},{"name":"refund_notice","url":"https://example.com/r"}]`: `TARGETS entry 1 (name "refund_notice"): no handler declares this target`,
+	} {
+		tpl := loadTemplate(t)
+		if err := Apply(tpl, map[string]string{"Targets": set}); err != nil {
+			t.Fatal(err)
+		}
+		err := StartFunctions(tpl)
+		if err == nil || !strings.Contains(err.Error(), "ProcessorFunction would not start") || !strings.Contains(err.Error(), want) {
+			t.Errorf("Targets %s: StartFunctions: %v, want %q", set, err, want)
+		}
 	}
 }
 
@@ -490,7 +534,7 @@ func TestIndexUpgradeSteps(t *testing.T) {
 			t.Errorf("%s changed:\n%+v\n%+v", id, a, b)
 		}
 	}
-	for _, name := range []string{"Sources", "MaxReceiveCount", "Forward", "ReceiptWebhookUrl"} {
+	for _, name := range []string{"Sources", "MaxReceiveCount", "Forward", "Targets"} {
 		a, _ := orig.ParameterValue(name)
 		b, _ := tpl.ParameterValue(name)
 		if a != b {

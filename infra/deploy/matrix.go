@@ -20,5 +20,5 @@ var Matrix = []map[string]string{
 	{"RetryBaseSeconds": "43200", "RetryCapSeconds": "1"},
 	{"ProcessorBatchSize": "10000", "ProcessorMaxConcurrency": "1000", "ProcessorConcurrency": "100", "MaxBodyBytes": "6291456", "PayloadRetentionDays": "3650", "LogRetentionDays": "3653"},
 	{"ProcessorBatchSize": "1", "ProcessorMaxConcurrency": "2", "ProcessorConcurrency": "1", "MaxBodyBytes": "1", "PayloadRetentionDays": "1", "LogRetentionDays": "1", "LogLevel": "debug",
-		"ReceiptWebhookUrl": "https://receipts.example.com/hook", "ReceiptRetryUnknown": "true", "IngestErrorRateAlarmPercent": "0", "DeadRateAlarmPercent": "100", "OldestUnfinishedAlarmSeconds": "60"},
+		"Targets": `[{"name":"receipt","url":"https://receipts.example.com/hook","retry_unknown":true,"timeout_seconds":15}]`, "IngestErrorRateAlarmPercent": "0", "DeadRateAlarmPercent": "100", "OldestUnfinishedAlarmSeconds": "60"},
 }

@@ -24,7 +24,7 @@ import (
 )
 
 // TestMakeRunReceipts runs `make run` (its command, built as `go run`
-// builds it) with RECEIPT_WEBHOOK_URL pointing at a real HTTP receiver,
+// builds it) with TARGETS pointing the receipt at a real HTTP receiver,
 // and sends, for each of N invoices, concurrently and shuffled: its
 // invoice.paid, the provider's retry of that delivery, and an
 // invoice.payment_succeeded for the same invoice. Exactly N receipts
@@ -49,45 +49,7 @@ func TestMakeRunReceipts(t *testing.T) {
 	}))
 	defer receiver.Close()
 
-	bin := filepath.Join(t.TempDir(), "run")
-	build := exec.Command("go", "build", "-o", bin, "./infra/local/cmd/run")
-	build.Dir = repoRoot
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("build: %v\n%s", err, out)
-	}
-	motoPort, err := awstest.FreePort()
-	if err != nil {
-		t.Fatal(err)
-	}
-	apiPort, err := awstest.FreePort()
-	if err != nil {
-		t.Fatal(err)
-	}
-	api := fmt.Sprintf("127.0.0.1:%d", apiPort)
-	out := &syncWriter{w: &bytes.Buffer{}}
-	cmd := exec.Command(bin, "-api", api, "-aws-port", fmt.Sprint(motoPort), "-state", t.TempDir(), "-sweep-every", "1h")
-	cmd.Dir = repoRoot
-	cmd.Env = append(os.Environ(), "RECEIPT_WEBHOOK_URL="+receiver.URL+"/receipts")
-	cmd.Stdout, cmd.Stderr = out, out
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	stopped := false
-	stop := func() {
-		if stopped {
-			return
-		}
-		stopped = true
-		_ = cmd.Process.Signal(syscall.SIGINT)
-		done := make(chan error, 1)
-		go func() { done <- cmd.Wait() }()
-		select {
-		case <-done:
-		case <-time.After(20 * time.Second):
-			_ = cmd.Process.Kill()
-			<-done
-		}
-	}
+	api, out, stop := startRun(t, buildRun(t), fmt.Sprintf(`TARGETS=[{"name":"receipt","url":%q}]`, receiver.URL+"/receipts"))
 	defer stop()
 	waitListening(t, api, 60*time.Second, out)
 
@@ -168,6 +130,62 @@ func TestMakeRunReceipts(t *testing.T) {
 			t.Errorf("%s: got %d receipts, body %s", key, receipts[key], bodies[key])
 		}
 	}
+}
+
+// buildRun builds `make run`'s command as `go run` builds it, with the
+// go command's extra flags (an -overlay), and returns the binary's path.
+func buildRun(tb testing.TB, flags ...string) string {
+	tb.Helper()
+	bin := filepath.Join(tb.TempDir(), "run")
+	build := exec.Command("go", append(append([]string{"build"}, flags...), "-o", bin, "./infra/local/cmd/run")...)
+	build.Dir = repoRoot
+	if out, err := build.CombinedOutput(); err != nil {
+		tb.Fatalf("build: %v\n%s", err, out)
+	}
+	return bin
+}
+
+// startRun starts `make run`'s command bin with env added to the test's
+// own, on free ports, keeping the state under a temporary directory. It
+// returns the API's address, the command's output, and stop, which
+// interrupts it as Ctrl-C does (and kills it 20 s later); the caller
+// defers stop.
+func startRun(tb testing.TB, bin string, env ...string) (api string, out *syncWriter, stop func()) {
+	tb.Helper()
+	awsPort, err := awstest.FreePort()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	apiPort, err := awstest.FreePort()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	api = fmt.Sprintf("127.0.0.1:%d", apiPort)
+	out = &syncWriter{w: &bytes.Buffer{}}
+	cmd := exec.Command(bin, "-api", api, "-aws-port", fmt.Sprint(awsPort), "-state", tb.TempDir(), "-sweep-every", "1h")
+	cmd.Dir = repoRoot
+	cmd.Env = append(os.Environ(), env...)
+	cmd.Stdout, cmd.Stderr = out, out
+	if err := cmd.Start(); err != nil {
+		tb.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	stopped := false
+	stop = func() {
+		if stopped {
+			return
+		}
+		stopped = true
+		_ = cmd.Process.Signal(syscall.SIGINT)
+		select {
+		case <-done:
+		case <-time.After(20 * time.Second):
+			_ = cmd.Process.Kill()
+			<-done
+		}
+	}
+	return api, out, stop
 }
 
 func stripeInvoiceEvent(eventID, typ, invoiceID string) []byte {

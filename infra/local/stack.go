@@ -219,7 +219,7 @@ func S3(cfg aws.Config) *s3.Client {
 // the sources' secrets, and builds the handlers with the same wiring as the
 // Lambda mains. Settings take the template's parameter defaults, except
 // those overrides names (by environment variable, e.g.
-// RECEIPT_WEBHOOK_URL). It is idempotent against a running emulator.
+// TARGETS). It is idempotent against a running emulator.
 func Setup(ctx context.Context, cfg aws.Config, templatePath string, sources SourcesFile, overrides map[string]string, log *slog.Logger) (*Stack, error) {
 	tpl, err := template.Load(templatePath)
 	if err != nil {
@@ -263,6 +263,7 @@ func Setup(ctx context.Context, cfg aws.Config, templatePath string, sources Sou
 		"RETRY_BASE_SECONDS":             "RetryBaseSeconds",
 		"RETRY_CAP_SECONDS":              "RetryCapSeconds",
 		"SWEEP_AFTER_SECONDS":            "SweepAfterSeconds",
+		"TARGETS":                        "Targets",
 		"RECEIPT_WEBHOOK_URL":            "ReceiptWebhookUrl",
 		"RECEIPT_RETRY_UNKNOWN":          "ReceiptRetryUnknown",
 	} {

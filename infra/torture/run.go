@@ -248,7 +248,7 @@ func startSystem(ctx context.Context, o options) (*system, error) {
 		return nil, err
 	}
 	stack, err := local.Setup(ctx, cfg, tplPath, sources, map[string]string{
-		"RECEIPT_WEBHOOK_URL": recvURL + "/receipts",
+		"TARGETS":             fmt.Sprintf(`[{"name":"receipt","url":%q}]`, recvURL+"/receipts"),
 		"RETRY_BASE_SECONDS":  strconv.Itoa(ps.RetryBase),
 		"RETRY_CAP_SECONDS":   strconv.Itoa(ps.RetryCap),
 		"SWEEP_AFTER_SECONDS": strconv.Itoa(ps.SweepAfter),

@@ -17,6 +17,7 @@ import (
 
 	"github.com/webhook-inbox/webhook-inbox/internal/claimcheck"
 	"github.com/webhook-inbox/webhook-inbox/internal/config"
+	"github.com/webhook-inbox/webhook-inbox/internal/handlers"
 	"github.com/webhook-inbox/webhook-inbox/internal/inboxstore"
 	"github.com/webhook-inbox/webhook-inbox/internal/obs"
 )
@@ -24,8 +25,9 @@ import (
 // Needs of each function, for config.Load.
 var (
 	IngestNeeds    = config.Need{Table: true, Bucket: true, Queue: true, Sources: true}
-	ProcessorNeeds = config.Need{Table: true, Bucket: true, Queue: true, DLQ: true, MaxReceiveCount: true, Forward: true}
-	ReplayNeeds    = config.Need{Table: true, Bucket: true, Queue: true, DLQ: true}
+	ProcessorNeeds = config.Need{Table: true, Bucket: true, Queue: true, DLQ: true, MaxReceiveCount: true, Forward: true,
+		Targets: true, Declared: handlers.Targets()}
+	ReplayNeeds = config.Need{Table: true, Bucket: true, Queue: true, DLQ: true}
 )
 
 // SecretsTTL is how long a warm instance reuses a signing secret; a rotated

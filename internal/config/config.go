@@ -7,11 +7,11 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net/url"
 	"strconv"
 	"strings"
 	"time"
 
+	"github.com/webhook-inbox/webhook-inbox/internal/effects"
 	"github.com/webhook-inbox/webhook-inbox/internal/forward"
 	"github.com/webhook-inbox/webhook-inbox/internal/obs"
 	"github.com/webhook-inbox/webhook-inbox/internal/source"
@@ -43,13 +43,9 @@ type Config struct {
 	// SweepAfter is how long an unfinished event may be overdue before the
 	// sweep re-enqueues it.
 	SweepAfter time.Duration
-	// ReceiptWebhookURL receives the shipped Stripe example's receipts
-	// (empty: receipts are delivered to the log only), and
-	// ReceiptRetryUnknown says that receiver dedupes on the
-	// Idempotency-Key header, so a receipt whose outcome is unknown may be
-	// sent again.
-	ReceiptWebhookURL   string
-	ReceiptRetryUnknown bool
+	// Targets are the TARGETS entries: where each outbound target the
+	// handlers declare is (processor).
+	Targets []Target
 	// PreviousSecretWindow is how long after a secret's rotation its
 	// previous version (AWSPREVIOUS) still verifies signatures (ingest); 0:
 	// never.
@@ -64,6 +60,11 @@ type Need struct {
 	Table, Bucket, Queue, DLQ, Sources, MaxReceiveCount bool
 	// Forward reads FORWARD, checked against SOURCES' names.
 	Forward bool
+	// Targets reads TARGETS, checked against Declared, the targets the
+	// handlers send to (internal/handlers Targets): one entry each, and
+	// none for another.
+	Targets  bool
+	Declared []effects.Target
 }
 
 // Defaults for optional settings.
@@ -157,19 +158,21 @@ func Load(getenv func(string) string, need Need) (Config, error) {
 	// would stop every function at its start. The backoff is then the cap
 	// from the first receive on: min(cap, base·2^(n-1)).
 	c.SweepAfter = time.Duration(intVar(getenv, "SWEEP_AFTER_SECONDS", DefaultSweepAfterSeconds, 1, 86400, &errs)) * time.Second
-	c.ReceiptWebhookURL = strings.TrimSpace(getenv("RECEIPT_WEBHOOK_URL"))
-	if u := c.ReceiptWebhookURL; u != "" {
-		parsed, err := url.Parse(u)
-		if err != nil || (parsed.Scheme != "http" && parsed.Scheme != "https") || parsed.Host == "" {
-			errs = append(errs, fmt.Errorf("RECEIPT_WEBHOOK_URL %q: want an absolute http or https URL", u))
+	if need.Targets {
+		targets, err := parseTargets(getenv("TARGETS"), need.Declared)
+		if err != nil {
+			errs = append(errs, err)
 		}
+		c.Targets = targets
 	}
-	switch v := strings.TrimSpace(getenv("RECEIPT_RETRY_UNKNOWN")); v {
-	case "", "false":
-	case "true":
-		c.ReceiptRetryUnknown = true
-	default:
-		errs = append(errs, fmt.Errorf("RECEIPT_RETRY_UNKNOWN %q: want true or false", v))
+	// The receipt's own settings, before TARGETS: an upgrade that still
+	// sets them is refused, never silently dropped (the receipts would go
+	// to the log).
+	if v := strings.TrimSpace(getenv("RECEIPT_WEBHOOK_URL")); v != "" {
+		errs = append(errs, fmt.Errorf("RECEIPT_WEBHOOK_URL (parameter ReceiptWebhookUrl) is replaced by TARGETS (parameter Targets): set it empty and put {\"name\":\"receipt\",\"url\":%q} in TARGETS", v))
+	}
+	if v := strings.TrimSpace(getenv("RECEIPT_RETRY_UNKNOWN")); v != "" && v != "false" {
+		errs = append(errs, fmt.Errorf("RECEIPT_RETRY_UNKNOWN %q (parameter ReceiptRetryUnknown) is replaced by TARGETS' retry_unknown (parameter Targets): set it to false and put \"retry_unknown\":true in the receipt's TARGETS entry", v))
 	}
 	c.PreviousSecretWindow = time.Duration(intVar(getenv, "PREVIOUS_SECRET_WINDOW_SECONDS", DefaultPreviousSecretWindowSeconds, 0, 7*86400, &errs)) * time.Second
 	c.MetricsNamespace = strings.TrimSpace(getenv("METRICS_NAMESPACE"))

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/webhook-inbox/webhook-inbox/internal/effects"
 )
 
 const validSources = `[{"name":"stripe","kind":"stripe"}]`
@@ -320,4 +322,63 @@ func TestLoadForward(t *testing.T) {
 	if c := mustLoad(t, env(map[string]string{"FORWARD_BUS": "none"}), need); c.Forward != nil {
 		t.Errorf("FORWARD_BUS none, no FORWARD: got %+v", c.Forward)
 	}
+}
+
+// TestLoadTargets: TARGETS gives each declared target its URL and options,
+// and the processor refuses to start, naming the entry or the target, when
+// a declared target has none or an entry names a target nobody declares —
+// never rows that fail at run time.
+func TestLoadTargets(t *testing.T) {
+	declared := []effects.Target{{Name: "receipt"}, {Name: "refund_notice", RetryUnknown: true}}
+	need := Need{Targets: true, Declared: declared}
+	c := mustLoad(t, env(map[string]string{"TARGETS": `[
+		{"name":"receipt","url":"https://receipts.example.com/hook","timeout_seconds":15},
+		{"name":"refund_notice"}]`}), need)
+	want := []Target{
+		{Name: "receipt", URL: "https://receipts.example.com/hook", Timeout: 15 * time.Second},
+		{Name: "refund_notice", RetryUnknown: true},
+	}
+	if !reflect.DeepEqual(c.Targets, want) {
+		t.Errorf("got %+v\nwant %+v", c.Targets, want)
+	}
+	// A deployment's retry_unknown is its answer, either way.
+	c = mustLoad(t, env(map[string]string{"TARGETS": `[{"name":"receipt","retry_unknown":true},{"name":"refund_notice","retry_unknown":false}]`}), need)
+	if !c.Targets[0].RetryUnknown || c.Targets[1].RetryUnknown {
+		t.Errorf("retry_unknown: got %+v", c.Targets)
+	}
+	for v, mentions := range map[string][]string{
+		``:   {`target "receipt", which internal/handlers declares, has no TARGETS entry`, `target "refund_notice"`},
+		`[]`: {`target "receipt", which internal/handlers declares, has no TARGETS entry`},
+		`[{"name":"receipt"},{"name":"refund_notice"},{"name":"refund"}]`:                        {`TARGETS entry 2 (name "refund"): no handler declares this target (internal/handlers Targets: receipt, refund_notice)`},
+		`[{"name":"receipt"},{"name":"refund_notice"},{"name":"receipt"}]`:                       {`TARGETS entry 2 (name "receipt"): entry 0 configures it already`},
+		`[{"name":"receipt","url":"ftp://x"},{"name":"refund_notice","url":"/relative"}]`:        {`TARGETS entry 0 (name "receipt"): url "ftp://x"`, `TARGETS entry 1 (name "refund_notice"): url "/relative"`},
+		`[{"name":"receipt","timeout_seconds":16},{"name":"refund_notice","timeout_seconds":0}]`: {`TARGETS entry 0 (name "receipt"): timeout_seconds 16: want 1..15`, `entry 1 (name "refund_notice"): timeout_seconds 0`},
+		`[{"name":"receipt","uri":"https://x"},{"name":"refund_notice"}]`:                        {`TARGETS entry 0: json: unknown field "uri"`},
+		`[{"url":"https://x"},{"name":"receipt"},{"name":"refund_notice"}]`:                      {`TARGETS entry 0 (name ""): name is required`},
+		`{"name":"receipt"}`:                  {`TARGETS: want a JSON list of targets`},
+		`[{"name":"receipt"}] [{"name":"x"}]`: {`TARGETS: data after the list`},
+	} {
+		_, err := Load(env(map[string]string{"TARGETS": v}), need)
+		wantErrMentions(t, err, mentions...)
+	}
+	// A declaration that could never be configured.
+	_, err := Load(env(map[string]string{"TARGETS": `[{"name":"Receipt"}]`}), Need{Targets: true, Declared: []effects.Target{{Name: "Receipt"}}})
+	wantErrMentions(t, err, `declared target "Receipt" (internal/handlers Targets): want a name matching`)
+	_, err = Load(env(map[string]string{"TARGETS": `[{"name":"a"}]`}), Need{Targets: true, Declared: []effects.Target{{Name: "a"}, {Name: "a"}}})
+	wantErrMentions(t, err, `declared target "a" (internal/handlers Targets): declared twice`)
+	// No declared targets: none may be configured.
+	mustLoad(t, env(map[string]string{"TARGETS": ""}), Need{Targets: true})
+	_, err = Load(env(map[string]string{"TARGETS": `[{"name":"receipt"}]`}), Need{Targets: true})
+	wantErrMentions(t, err, `no handler declares this target (internal/handlers Targets: none)`)
+	// Not read unless needed.
+	mustLoad(t, env(map[string]string{"TARGETS": "not json"}), Need{Sources: true})
+}
+
+// TestLoadReceiptSettingsMoved: the receipt's own settings, which TARGETS
+// replaced, stop the function with the entry to write instead, rather
+// than its receipts silently going to the log.
+func TestLoadReceiptSettingsMoved(t *testing.T) {
+	_, err := Load(env(map[string]string{"RECEIPT_WEBHOOK_URL": "https://receipts.example.com/hook", "RECEIPT_RETRY_UNKNOWN": "true"}), Need{})
+	wantErrMentions(t, err, `RECEIPT_WEBHOOK_URL (parameter ReceiptWebhookUrl) is replaced by TARGETS`, `{"name":"receipt","url":"https://receipts.example.com/hook"}`, "RECEIPT_RETRY_UNKNOWN")
+	mustLoad(t, env(map[string]string{"RECEIPT_WEBHOOK_URL": " ", "RECEIPT_RETRY_UNKNOWN": "false"}), Need{})
 }

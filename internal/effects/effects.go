@@ -605,6 +605,25 @@ func (e *RefusedError) Error() string {
 // any other error is retried with backoff.
 type Handler func(ctx context.Context, ev inbox.Event) (Plan, error)
 
+// Target is an outbound target a team's handlers send to (Outbound.Target
+// with ActionHTTP), declared beside them (internal/handlers.Targets). Where
+// it is (its URL) is each deployment's, in TARGETS: the processor refuses
+// to start when a declared target has no TARGETS entry, or an entry names
+// no declared target.
+type Target struct {
+	// Name is what Outbound.Target says: TargetNamePattern.
+	Name string
+	// RetryUnknown says the receiver dedupes on the Idempotency-Key
+	// header, so a call whose outcome is unknown (a timeout after the
+	// request was sent) may be made again; otherwise such a row is kept
+	// for review. A TARGETS entry's retry_unknown, when it has one, is
+	// that deployment's answer instead.
+	RetryUnknown bool
+}
+
+// TargetNamePattern is the form of a target's name.
+const TargetNamePattern = `^[a-z0-9_-]{1,64}$`
+
 // Routes maps a source kind and an event type to its handler (a team's are
 // internal/handlers.Routes). Events with no handler are processed with
 // outcome ignored.

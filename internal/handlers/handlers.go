@@ -1,5 +1,6 @@
 // Package handlers is the team's room: the business handlers (Routes: a
-// source kind and an event type to a handler). The shipped Stripe and
+// source kind and an event type to a handler) and the outbound targets
+// they send to (Targets). The shipped Stripe and
 // GitHub handlers are the starting point; a team's own go beside them.
 // It imports only internal/effects and internal/inbox, so upgrading the
 // framework never means merging into it. Each handler is pure: it decodes
@@ -49,6 +50,20 @@ func Routes(modes StripeModes) effects.Routes {
 		"github": {
 			"push": GitHubPush,
 		},
+	}
+}
+
+// Targets returns the outbound targets the handlers here send to
+// (effects.Outbound.Target): the one place they are declared. Each
+// deployment says where each one is in TARGETS (template parameter
+// Targets), one entry per target; the processor refuses to start when a
+// target here has no entry, or an entry names none of these.
+func Targets() []effects.Target {
+	return []effects.Target{
+		// The shipped example's receiver is not known to dedupe: a receipt
+		// whose outcome is unknown is kept for review unless a
+		// deployment's entry says "retry_unknown": true.
+		{Name: ReceiptTarget},
 	}
 }
 

@@ -48,6 +48,7 @@ type Template struct {
 	params     map[string]*Parameter
 	pseudo     map[string]string
 	conditions map[string]any
+	rules      map[string]any
 	mappings   map[string]any
 	globals    map[string]map[string]any // section ("Function", "HttpApi", …) → properties
 	resources  map[string]rawResource
@@ -161,6 +162,7 @@ func Parse(data []byte, opts ...Option) (*Template, error) {
 		params:     map[string]*Parameter{},
 		pseudo:     maps.Clone(defaultPseudo),
 		conditions: map[string]any{},
+		rules:      map[string]any{},
 		mappings:   map[string]any{},
 		globals:    map[string]map[string]any{},
 		resources:  map[string]rawResource{},
@@ -170,6 +172,9 @@ func Parse(data []byte, opts ...Option) (*Template, error) {
 	}
 	if m, ok := top["Conditions"].(map[string]any); ok {
 		t.conditions = m
+	}
+	if m, ok := top["Rules"].(map[string]any); ok {
+		t.rules = m
 	}
 	if m, ok := top["Mappings"].(map[string]any); ok {
 		t.mappings = m

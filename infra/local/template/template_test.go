@@ -139,7 +139,7 @@ func TestTemplateFunctions(t *testing.T) {
 		hasSQS   bool
 	}{
 		{"IngestFunction", 10 * time.Second, []string{"PREVIOUS_SECRET_WINDOW_SECONDS"}, false},
-		{"ProcessorFunction", 30 * time.Second, []string{"MAX_RECEIVE_COUNT", "PROCESSOR_CONCURRENCY", "RETRY_BASE_SECONDS", "RETRY_CAP_SECONDS", "RECEIPT_WEBHOOK_URL", "RECEIPT_RETRY_UNKNOWN", "FORWARD", "FORWARD_BUS"}, true},
+		{"ProcessorFunction", 30 * time.Second, []string{"MAX_RECEIVE_COUNT", "PROCESSOR_CONCURRENCY", "RETRY_BASE_SECONDS", "RETRY_CAP_SECONDS", "TARGETS", "RECEIPT_WEBHOOK_URL", "RECEIPT_RETRY_UNKNOWN", "FORWARD", "FORWARD_BUS"}, true},
 		{"ReplayFunction", 300 * time.Second, []string{"SWEEP_AFTER_SECONDS"}, false},
 	}
 	for _, tt := range tests {

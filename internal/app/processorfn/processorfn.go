@@ -1,6 +1,6 @@
 // Package processorfn wires the processor function's handler from its
 // validated configuration and AWS clients, with the routes of internal/handlers
-// and their outbox targets. The Lambda main, the local stack and the
+// and the outbox targets TARGETS configures for them. The Lambda main, the local stack and the
 // torture run's workers all build it here, so they cannot wire it
 // differently; it is a package of its own so that the other functions'
 // bootstraps do not link its clients (EventBridge).
@@ -29,8 +29,9 @@ import (
 func New(cfg config.Config, awsCfg aws.Config, log *slog.Logger) (*processor.Processor, error) {
 	client := sqs.NewFromConfig(awsCfg)
 	store := app.CommitStore(cfg, awsCfg, log)
-	targets := map[string]outbox.Target{
-		handlers.ReceiptTarget: {URL: cfg.ReceiptWebhookURL, RetryUnknown: cfg.ReceiptRetryUnknown},
+	targets := map[string]outbox.Target{}
+	for _, t := range cfg.Targets {
+		targets[t.Name] = outbox.Target{URL: t.URL, RetryUnknown: t.RetryUnknown, Timeout: t.Timeout}
 	}
 	var bus outbox.Bus
 	if len(cfg.Forward) > 0 {

@@ -111,14 +111,16 @@ func run() error {
 		}
 		handlerCfg.HTTPClient = emulators.Serial(next)
 	}
-	// The developer's own receiver of the example's receipts, if any.
 	overrides := map[string]string{}
 	if !*metrics {
 		// No EMF blob in every line: the metrics are CloudWatch's, and
 		// here nothing reads them.
 		overrides["METRICS_NAMESPACE"] = ""
 	}
-	for _, name := range []string{"RECEIPT_WEBHOOK_URL", "RECEIPT_RETRY_UNKNOWN"} {
+	// Where the handlers' targets are (TARGETS: the developer's own
+	// receivers, if any), and the receipt's settings before TARGETS,
+	// which stop the stack with the entry to write instead.
+	for _, name := range []string{"TARGETS", "RECEIPT_WEBHOOK_URL", "RECEIPT_RETRY_UNKNOWN"} {
 		if v, ok := os.LookupEnv(name); ok {
 			overrides[name] = v
 		}
