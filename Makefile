@@ -13,7 +13,7 @@ ARTIFACTS_DIR ?= .build/$*
 # symbols baked in (smaller binary, faster cold start). The SDK's generated
 # service clients (serializers, endpoint rules: code that waits on the
 # network) are compiled without inlining: 0.4 MB less per bootstrap, which
-# keeps each under 10 MB with S3's client linked (README, "Cold start").
+# keeps each under 10 MB with S3's client linked (docs/performance.md, "Cold start").
 LAMBDA_ARCH  ?= arm64
 LAMBDA_ENV   := CGO_ENABLED=0 GOOS=linux GOARCH=$(LAMBDA_ARCH)
 LAMBDA_FLAGS := -tags lambda.norpc -trimpath -ldflags='-s -w' -gcflags='github.com/aws/aws-sdk-go-v2/service/...=-l'

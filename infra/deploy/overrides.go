@@ -1,7 +1,7 @@
 // Package deploy checks what a team deploys with: samconfig.toml's
 // parameter overrides, read the way SAM CLI reads them, against the
 // template's parameters and the functions' own configuration parsers, and
-// the deploy commands the README and the runbook give, read as the shell
+// the deploy commands the docs give, read as the shell
 // and SAM CLI read them. Nothing here can run a deploy; it makes the
 // documented one exactly right.
 package deploy

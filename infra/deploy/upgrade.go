@@ -28,7 +28,7 @@ var replacing = map[string][]string{
 // replaced, and a change to the table's global secondary indexes that
 // DynamoDB cannot make in one update (more than one index created or
 // deleted, or an index's key or projection changed: the two-deploy
-// procedure of the README).
+// procedure of docs/configuration.md).
 func UpgradeProblems(old, new *template.Template) []string {
 	var out []string
 	for _, id := range old.LogicalIDs("") {
@@ -92,7 +92,7 @@ func indexProblems(table string, old, new any) []string {
 		case inOld != inNew:
 			changes++
 		case !reflect.DeepEqual(a["KeySchema"], b["KeySchema"]) || !reflect.DeepEqual(a["Projection"], b["Projection"]):
-			out = append(out, fmt.Sprintf("%s index %s changes its key or projection: DynamoDB cannot change an index in place; deploy twice, without it and with it (README)", table, name))
+			out = append(out, fmt.Sprintf("%s index %s changes its key or projection: DynamoDB cannot change an index in place; deploy twice, without it and with it (docs/configuration.md, Upgrading a running stack)", table, name))
 		}
 	}
 	if changes > 1 {

@@ -13,7 +13,7 @@ import (
 // TestEveryKindIsComplete holds docs/providers.md's checklist for the
 // steps outside internal/signature: every kind has a local source named
 // after it in infra/local/sources.json, a sample to send, and its row in
-// the README's providers table. (The malformed suites, the options and
+// docs/providers.md's table. (The malformed suites, the options and
 // the kept headers are held by internal/signature's and internal/ingest's
 // own tests.)
 func TestEveryKindIsComplete(t *testing.T) {
@@ -21,7 +21,7 @@ func TestEveryKindIsComplete(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	readme, err := os.ReadFile(filepath.Join(repoRoot, "README.md"))
+	readme, err := os.ReadFile(filepath.Join(repoRoot, "docs/providers.md"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -37,7 +37,7 @@ func TestEveryKindIsComplete(t *testing.T) {
 			t.Errorf("%s: no sample to send: %v", kind, err)
 		}
 		if !strings.Contains(string(readme), "\n| `"+kind+"` |") {
-			t.Errorf("%s: no row in the README's providers table", kind)
+			t.Errorf("%s: no row in docs/providers.md's table", kind)
 		}
 	}
 }

@@ -49,7 +49,7 @@ func TestMakeRunReceipts(t *testing.T) {
 	}))
 	defer receiver.Close()
 
-	api, out, stop := startRun(t, buildRun(t), fmt.Sprintf(`TARGETS=[{"name":"receipt","url":%q}]`, receiver.URL+"/receipts"))
+	api, _, out, stop := startRun(t, buildRun(t), fmt.Sprintf(`TARGETS=[{"name":"receipt","url":%q}]`, receiver.URL+"/receipts"))
 	defer stop()
 	waitListening(t, api, 60*time.Second, out)
 
@@ -147,10 +147,11 @@ func buildRun(tb testing.TB, flags ...string) string {
 
 // startRun starts `make run`'s command bin with env added to the test's
 // own, on free ports, keeping the state under a temporary directory. It
-// returns the API's address, the command's output, and stop, which
+// returns the API's address, the local AWS's port, the command's output,
+// and stop, which
 // interrupts it as Ctrl-C does (and kills it 20 s later); the caller
 // defers stop.
-func startRun(tb testing.TB, bin string, env ...string) (api string, out *syncWriter, stop func()) {
+func startRun(tb testing.TB, bin string, env ...string) (api string, awsPort int, out *syncWriter, stop func()) {
 	tb.Helper()
 	awsPort, err := awstest.FreePort()
 	if err != nil {
@@ -185,7 +186,7 @@ func startRun(tb testing.TB, bin string, env ...string) (api string, out *syncWr
 			<-done
 		}
 	}
-	return api, out, stop
+	return api, awsPort, out, stop
 }
 
 func stripeInvoiceEvent(eventID, typ, invoiceID string) []byte {

@@ -61,7 +61,7 @@ func TestShortRun(t *testing.T) {
 	// outbox's budget is tighter (a row starts only with its target's
 	// 10 s timeout left before the invocation stops claiming, 15 s in).
 	// Not less: below the outbox's longest call plus the processor's
-	// margin no row is ever delivered (the README's torture section).
+	// margin no row is ever delivered (docs/testing.md, the torture run).
 	o.ProcessorTimeout, o.Visibility = 20*time.Second, 30*time.Second
 	// The template's harshest corner that a short run can wait out: the
 	// least receives a message gets, the shortest sweep threshold, and a

@@ -26,7 +26,7 @@ import (
 // It replaces the SDK's config.LoadDefaultConfig, which also brings the
 // shared config files, SSO, STS web identity, IMDS and process
 // credentials: none of them is used in Lambda, and together they were
-// over a megabyte of every bootstrap (see README, "Cold start"). It reads
+// over a megabyte of every bootstrap (see docs/performance.md, "Cold start"). It reads
 // no file and makes no network call.
 func AWSFromEnv(getenv func(string) string) (aws.Config, error) {
 	region := strings.TrimSpace(getenv("AWS_REGION"))

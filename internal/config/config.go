@@ -168,8 +168,9 @@ func Load(getenv func(string) string, need Need) (Config, error) {
 	// The receipt's own settings, before TARGETS: an upgrade that still
 	// sets them is refused, never silently dropped (the receipts would go
 	// to the log).
+	// The URL is not repeated: it may carry a token, and this is logged.
 	if v := strings.TrimSpace(getenv("RECEIPT_WEBHOOK_URL")); v != "" {
-		errs = append(errs, fmt.Errorf("RECEIPT_WEBHOOK_URL (parameter ReceiptWebhookUrl) is replaced by TARGETS (parameter Targets): set it empty and put {\"name\":\"receipt\",\"url\":%q} in TARGETS", v))
+		errs = append(errs, errors.New(`RECEIPT_WEBHOOK_URL (parameter ReceiptWebhookUrl) is replaced by TARGETS (parameter Targets): set it empty and put {"name":"receipt","url":"<its URL>"} in TARGETS`))
 	}
 	if v := strings.TrimSpace(getenv("RECEIPT_RETRY_UNKNOWN")); v != "" && v != "false" {
 		errs = append(errs, fmt.Errorf("RECEIPT_RETRY_UNKNOWN %q (parameter ReceiptRetryUnknown) is replaced by TARGETS' retry_unknown (parameter Targets): set it to false and put \"retry_unknown\":true in the receipt's TARGETS entry", v))

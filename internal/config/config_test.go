@@ -329,19 +329,19 @@ func TestLoadForward(t *testing.T) {
 // a declared target has none or an entry names a target nobody declares —
 // never rows that fail at run time.
 func TestLoadTargets(t *testing.T) {
-	declared := []effects.Target{{Name: "receipt"}, {Name: "refund_notice", RetryUnknown: true}}
+	declared := []effects.Target{{Name: "receipt"}, {Name: "refund_notice"}}
 	need := Need{Targets: true, Declared: declared}
 	c := mustLoad(t, env(map[string]string{"TARGETS": `[
 		{"name":"receipt","url":"https://receipts.example.com/hook","timeout_seconds":15},
 		{"name":"refund_notice"}]`}), need)
 	want := []Target{
 		{Name: "receipt", URL: "https://receipts.example.com/hook", Timeout: 15 * time.Second},
-		{Name: "refund_notice", RetryUnknown: true},
+		{Name: "refund_notice"},
 	}
 	if !reflect.DeepEqual(c.Targets, want) {
 		t.Errorf("got %+v\nwant %+v", c.Targets, want)
 	}
-	// A deployment's retry_unknown is its answer, either way.
+	// retry_unknown is the deployment's: its receiver's. Unsaid, false.
 	c = mustLoad(t, env(map[string]string{"TARGETS": `[{"name":"receipt","retry_unknown":true},{"name":"refund_notice","retry_unknown":false}]`}), need)
 	if !c.Targets[0].RetryUnknown || c.Targets[1].RetryUnknown {
 		t.Errorf("retry_unknown: got %+v", c.Targets)
@@ -351,7 +351,7 @@ func TestLoadTargets(t *testing.T) {
 		`[]`: {`target "receipt", which internal/handlers declares, has no TARGETS entry`},
 		`[{"name":"receipt"},{"name":"refund_notice"},{"name":"refund"}]`:                        {`TARGETS entry 2 (name "refund"): no handler declares this target (internal/handlers Targets: receipt, refund_notice)`},
 		`[{"name":"receipt"},{"name":"refund_notice"},{"name":"receipt"}]`:                       {`TARGETS entry 2 (name "receipt"): entry 0 configures it already`},
-		`[{"name":"receipt","url":"ftp://x"},{"name":"refund_notice","url":"/relative"}]`:        {`TARGETS entry 0 (name "receipt"): url "ftp://x"`, `TARGETS entry 1 (name "refund_notice"): url "/relative"`},
+		`[{"name":"receipt","url":"ftp://x"},{"name":"refund_notice","url":"/relative"}]`:        {`TARGETS entry 0 (name "receipt"): url: want an absolute http or https URL`, `TARGETS entry 1 (name "refund_notice"): url: want`},
 		`[{"name":"receipt","timeout_seconds":16},{"name":"refund_notice","timeout_seconds":0}]`: {`TARGETS entry 0 (name "receipt"): timeout_seconds 16: want 1..15`, `entry 1 (name "refund_notice"): timeout_seconds 0`},
 		`[{"name":"receipt","uri":"https://x"},{"name":"refund_notice"}]`:                        {`TARGETS entry 0: json: unknown field "uri"`},
 		`[{"url":"https://x"},{"name":"receipt"},{"name":"refund_notice"}]`:                      {`TARGETS entry 0 (name ""): name is required`},
@@ -361,8 +361,13 @@ func TestLoadTargets(t *testing.T) {
 		_, err := Load(env(map[string]string{"TARGETS": v}), need)
 		wantErrMentions(t, err, mentions...)
 	}
+	// A URL may carry a token: an error does not repeat it.
+	_, err := Load(env(map[string]string{"TARGETS": `[{"name":"receipt","url":"ftp://user:s3cr3t@x"},{"name":"refund_notice"}]`}), need)
+	if err == nil || strings.Contains(err.Error(), "s3cr3t") {
+		t.Errorf("a bad URL: %v, want an error that does not repeat it", err)
+	}
 	// A declaration that could never be configured.
-	_, err := Load(env(map[string]string{"TARGETS": `[{"name":"Receipt"}]`}), Need{Targets: true, Declared: []effects.Target{{Name: "Receipt"}}})
+	_, err = Load(env(map[string]string{"TARGETS": `[{"name":"Receipt"}]`}), Need{Targets: true, Declared: []effects.Target{{Name: "Receipt"}}})
 	wantErrMentions(t, err, `declared target "Receipt" (internal/handlers Targets): want a name matching`)
 	_, err = Load(env(map[string]string{"TARGETS": `[{"name":"a"}]`}), Need{Targets: true, Declared: []effects.Target{{Name: "a"}, {Name: "a"}}})
 	wantErrMentions(t, err, `declared target "a" (internal/handlers Targets): declared twice`)
@@ -379,6 +384,9 @@ func TestLoadTargets(t *testing.T) {
 // than its receipts silently going to the log.
 func TestLoadReceiptSettingsMoved(t *testing.T) {
 	_, err := Load(env(map[string]string{"RECEIPT_WEBHOOK_URL": "https://receipts.example.com/hook", "RECEIPT_RETRY_UNKNOWN": "true"}), Need{})
-	wantErrMentions(t, err, `RECEIPT_WEBHOOK_URL (parameter ReceiptWebhookUrl) is replaced by TARGETS`, `{"name":"receipt","url":"https://receipts.example.com/hook"}`, "RECEIPT_RETRY_UNKNOWN")
+	wantErrMentions(t, err, `RECEIPT_WEBHOOK_URL (parameter ReceiptWebhookUrl) is replaced by TARGETS`, `{"name":"receipt","url":"<its URL>"}`, "RECEIPT_RETRY_UNKNOWN")
+	if strings.Contains(err.Error(), "receipts.example.com") {
+		t.Errorf("the error repeats the URL, which may carry a token: %v", err)
+	}
 	mustLoad(t, env(map[string]string{"RECEIPT_WEBHOOK_URL": " ", "RECEIPT_RETRY_UNKNOWN": "false"}), Need{})
 }

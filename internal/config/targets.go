@@ -21,8 +21,9 @@ type Target struct {
 	// URL receives each row as a JSON POST; empty: rows are delivered to
 	// the processor's log only (a development setup with no receiver).
 	URL string
-	// RetryUnknown: the entry's retry_unknown, or the declaration's when
-	// the entry has none.
+	// RetryUnknown: the entry's retry_unknown (default false): the
+	// receiver dedupes on the Idempotency-Key header, so a call whose
+	// outcome is unknown may be made again.
 	RetryUnknown bool
 	// Timeout bounds one call; zero is the outbox's default (10 s).
 	Timeout time.Duration
@@ -49,17 +50,17 @@ type targetEntry struct {
 func parseTargets(v string, declared []effects.Target) ([]Target, error) {
 	var errs []error
 	names := make([]string, 0, len(declared))
-	byName := map[string]effects.Target{}
+	byName := map[string]bool{}
 	for _, d := range declared {
 		if !targetName.MatchString(d.Name) {
 			errs = append(errs, fmt.Errorf("declared target %q (internal/handlers Targets): want a name matching %s", d.Name, effects.TargetNamePattern))
 			continue
 		}
-		if _, ok := byName[d.Name]; ok {
+		if byName[d.Name] {
 			errs = append(errs, fmt.Errorf("declared target %q (internal/handlers Targets): declared twice", d.Name))
 			continue
 		}
-		byName[d.Name] = d
+		byName[d.Name] = true
 		names = append(names, d.Name)
 	}
 	slices.Sort(names)
@@ -84,12 +85,11 @@ func parseTargets(v string, declared []effects.Target) ([]Target, error) {
 			continue
 		}
 		what := fmt.Sprintf("TARGETS entry %d (name %q)", i, e.Name)
-		decl, declaredHere := byName[e.Name]
 		switch {
 		case e.Name == "":
 			errs = append(errs, fmt.Errorf("%s: name is required", what))
 			continue
-		case !declaredHere:
+		case !byName[e.Name]:
 			errs = append(errs, fmt.Errorf("%s: no handler declares this target (internal/handlers Targets: %s); remove the entry, or declare the target", what, listOrNone(names)))
 			continue
 		}
@@ -98,11 +98,13 @@ func parseTargets(v string, declared []effects.Target) ([]Target, error) {
 			continue
 		}
 		seen[e.Name] = i
-		t := Target{Name: e.Name, URL: strings.TrimSpace(e.URL), RetryUnknown: decl.RetryUnknown}
+		t := Target{Name: e.Name, URL: strings.TrimSpace(e.URL)}
 		if t.URL != "" {
 			u, err := url.Parse(t.URL)
 			if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-				errs = append(errs, fmt.Errorf("%s: url %q: want an absolute http or https URL, or none (delivered to the log)", what, e.URL))
+				// The URL is not repeated: it may carry a token, and
+				// this error is logged.
+				errs = append(errs, fmt.Errorf("%s: url: want an absolute http or https URL, or none (delivered to the log)", what))
 				continue
 			}
 		}
@@ -112,7 +114,7 @@ func parseTargets(v string, declared []effects.Target) ([]Target, error) {
 		if e.TimeoutSeconds != nil {
 			n := *e.TimeoutSeconds
 			if n < 1 || n > MaxTargetTimeoutSeconds {
-				errs = append(errs, fmt.Errorf("%s: timeout_seconds %d: want 1..%d (a longer call would never fit in the processor's 30 s)", what, n, MaxTargetTimeoutSeconds))
+				errs = append(errs, fmt.Errorf("%s: timeout_seconds %d: want 1..%d (a row starts only with time for the longest call before the processor's work ends, and the batch's claims and commits need the rest)", what, n, MaxTargetTimeoutSeconds))
 				continue
 			}
 			t.Timeout = time.Duration(n) * time.Second

@@ -23,6 +23,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"regexp"
 	"slices"
 	"strings"
 	"unicode"
@@ -453,6 +454,11 @@ func (v *validator) outbound(what string, o Outbound) {
 		v.fail("%s: key is not UTF-8 or holds a control character", what)
 	case !utf8.ValidString(o.Target):
 		v.fail("%s: target is not UTF-8", what)
+	case (o.Action == "" || o.Action == ActionHTTP) && !targetName.MatchString(o.Target):
+		// A declared target's name, never a forwarding route's
+		// ("eventbridge:…", configured without a URL): a call naming
+		// one would be delivered to the log.
+		v.fail("%s: target %q is not a target name (%s)", what, o.Target, TargetNamePattern)
 	case !json.Valid(o.Body):
 		v.fail("%s: body is not JSON", what)
 	case !utf8.Valid(o.Body):
@@ -610,19 +616,20 @@ type Handler func(ctx context.Context, ev inbox.Event) (Plan, error)
 // it is (its URL) is each deployment's, in TARGETS: the processor refuses
 // to start when a declared target has no TARGETS entry, or an entry names
 // no declared target.
+//
+// Whether its receiver dedupes on the Idempotency-Key header (so a call
+// whose outcome is unknown may be made again) is not declared here: it is
+// a property of the receiver at the URL each deployment chooses, so it is
+// that deployment's TARGETS entry's retry_unknown (default false).
 type Target struct {
 	// Name is what Outbound.Target says: TargetNamePattern.
 	Name string
-	// RetryUnknown says the receiver dedupes on the Idempotency-Key
-	// header, so a call whose outcome is unknown (a timeout after the
-	// request was sent) may be made again; otherwise such a row is kept
-	// for review. A TARGETS entry's retry_unknown, when it has one, is
-	// that deployment's answer instead.
-	RetryUnknown bool
 }
 
 // TargetNamePattern is the form of a target's name.
 const TargetNamePattern = `^[a-z0-9_-]{1,64}$`
+
+var targetName = regexp.MustCompile(TargetNamePattern)
 
 // Routes maps a source kind and an event type to its handler (a team's are
 // internal/handlers.Routes). Events with no handler are processed with

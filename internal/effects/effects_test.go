@@ -155,6 +155,10 @@ func TestPlanValidate(t *testing.T) {
 		{"outbound row of a row", Plan{Outbound: []Outbound{row(Outbound{Key: "a"}), row(Outbound{Key: "b", Of: "outbox#a"})}}, "not a fact or update"},
 		{"outbound row without target", Plan{Outbound: []Outbound{{Key: "k", Body: json.RawMessage("{}")}}}, "empty target or key"},
 		{"outbound row without key", Plan{Outbound: []Outbound{{Target: "t", Body: json.RawMessage("{}")}}}, "empty target or key"},
+		// An HTTP call naming a forwarding route's target (no URL) would
+		// be delivered to the log.
+		{"HTTP call to a forwarding target", Plan{Outbound: []Outbound{{Target: "eventbridge:stripe:default", Key: "k", Body: json.RawMessage("{}")}}}, `target "eventbridge:stripe:default" is not a target name`},
+		{"HTTP call to a target no TARGETS entry could name", Plan{Outbound: []Outbound{{Action: ActionHTTP, Target: "Refund Notice", Key: "k", Body: json.RawMessage("{}")}}}, "is not a target name"},
 		{"outbound row with a newline in its key", Plan{Outbound: []Outbound{row(Outbound{Key: "a\nb"})}}, "control character"},
 		{"outbound row with a long key", Plan{Outbound: []Outbound{row(Outbound{Key: strings.Repeat("k", MaxKeyBytes+1)})}}, "over 1024"},
 		{"outbound row that is not JSON", Plan{Outbound: []Outbound{row(Outbound{Body: json.RawMessage("{")})}}, "not JSON"},

@@ -60,9 +60,6 @@ func Routes(modes StripeModes) effects.Routes {
 // target here has no entry, or an entry names none of these.
 func Targets() []effects.Target {
 	return []effects.Target{
-		// The shipped example's receiver is not known to dedupe: a receipt
-		// whose outcome is unknown is kept for review unless a
-		// deployment's entry says "retry_unknown": true.
 		{Name: ReceiptTarget},
 	}
 }

@@ -188,8 +188,8 @@ type constructor func(Options) (Scheme, error)
 
 // kinds maps a source's kind to its scheme. Adding a provider is one file
 // with its scheme, one line here, and the steps docs/providers.md lists
-// (its tests, malformed suite, benchmark, local source and sample, README
-// row), each held by a test.
+// (its tests, malformed suite, benchmark, local source and sample, its
+// row in that page's table), each held by a test.
 var kinds = map[string]constructor{
 	"discord":          func(o Options) (Scheme, error) { return NewDiscord(o) },
 	"github":           func(o Options) (Scheme, error) { return NewGitHub(o) },

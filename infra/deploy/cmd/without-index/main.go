@@ -1,5 +1,5 @@
 // Command without-index writes the template of the first of the two
-// deploys that replace the inbox table's index (README, "Upgrading a stack
+// deploys that replace the inbox table's index (docs/configuration.md, "Upgrading a stack
 // deployed before the replay actions"): template.yaml with the index and
 // the attribute definitions only it used removed.
 //

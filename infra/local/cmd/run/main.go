@@ -11,6 +11,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -20,6 +21,7 @@ import (
 	"os"
 	"os/signal"
 	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
@@ -175,6 +177,11 @@ func run() error {
 		forwarding = fmt.Sprintf("FORWARD %s → bus %s → queue %s (each arrival is logged)", stack.Env["FORWARD"], local.ForwardBusName, stack.ForwardedQueueURL)
 	}
 
+	targets, err := describeTargets(stack.Env["TARGETS"])
+	if err != nil {
+		return err
+	}
+
 	fmt.Fprintf(os.Stderr, `
 webhook-inbox is running locally.
   API         http://%s/webhooks/{source}[/{account}]   sources: %v
@@ -182,6 +189,7 @@ webhook-inbox is running locally.
               main queue %s
               DLQ        %s (after %d receives; visibility %s)
   Sweep       every %s, events overdue by %s (-sweep-every, -sweep-after)
+  Targets     %s (TARGETS)
   Forwarding  %s
   Send a signed Stripe invoice.paid:   make send
   Inspect:  AWS_ACCESS_KEY_ID=test AWS_SECRET_ACCESS_KEY=test AWS_DEFAULT_REGION=us-east-1 \
@@ -190,7 +198,7 @@ webhook-inbox is running locally.
 
 `, ln.Addr(), sources.Names(), aws.Endpoint, aws.Emulators(), stack.Resources.TableName, stack.Resources.QueueURL,
 		stack.Resources.DLQURL, stack.Resources.MaxReceiveCount, stack.Resources.VisibilityTimeout,
-		sweeper.Every, stack.Replay.SweepAfter, forwarding, aws.Endpoint, stack.Resources.TableName)
+		sweeper.Every, stack.Replay.SweepAfter, targets, forwarding, aws.Endpoint, stack.Resources.TableName)
 
 	pollerStopped := false
 	select {
@@ -249,4 +257,28 @@ func envDuration(name string) time.Duration {
 		os.Exit(2)
 	}
 	return d
+}
+
+// describeTargets says where each TARGETS entry's rows go, for the
+// banner: "receipt → log, refund_notice → http://…".
+func describeTargets(v string) (string, error) {
+	var list []struct{ Name, URL string }
+	if strings.TrimSpace(v) == "" {
+		return "none", nil
+	}
+	if err := json.Unmarshal([]byte(v), &list); err != nil {
+		return "", fmt.Errorf("TARGETS: %w", err)
+	}
+	var parts []string
+	for _, t := range list {
+		where := t.URL
+		if where == "" {
+			where = "the log"
+		}
+		parts = append(parts, t.Name+" → "+where)
+	}
+	if len(parts) == 0 {
+		return "none", nil
+	}
+	return strings.Join(parts, ", "), nil
 }
