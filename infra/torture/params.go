@@ -23,6 +23,10 @@ type params struct {
 	RetryBase, RetryCap int // seconds
 	MaxReceiveCount     int
 	SweepAfter          int // seconds
+	// RetryUnknown is the receipt's TARGETS entry's retry_unknown (1:
+	// true), drawn too: the receiver then dedupes on the Idempotency-Key,
+	// as a receiver so configured must (see receiver).
+	RetryUnknown int
 	// Drawn is false for the fixed set (-params fixed, and -load).
 	Drawn bool
 	// Ranges are the template's ranges and the ceilings, for the report.
@@ -75,11 +79,17 @@ func drawParams(tpl *template.Template, seed uint64) (params, error) {
 		}
 		*p.field(name) = min(max(v, lo), top)
 	}
+	p.RetryUnknown = r.IntN(2)
+	p.ranges[retryUnknownParam] = [3]int{0, 1, 1}
 	return p, nil
 }
 
+// retryUnknownParam names params.RetryUnknown in -params and the report:
+// not a template parameter, but a field of the Targets one.
+const retryUnknownParam = "TargetRetryUnknown"
+
 // parseParams reads -params: "drawn", "fixed", or explicit values
-// ("RetryBaseSeconds=2,RetryCapSeconds=9,MaxReceiveCount=2,SweepAfterSeconds=1"),
+// ("RetryBaseSeconds=2,RetryCapSeconds=9,MaxReceiveCount=2,SweepAfterSeconds=1,TargetRetryUnknown=1"),
 // each checked against the template's range; those not named are fixed's.
 func parseParams(s string, tpl *template.Template, seed uint64) (params, error) {
 	switch s {
@@ -95,6 +105,13 @@ func parseParams(s string, tpl *template.Template, seed uint64) (params, error) 
 		if !ok || err != nil {
 			return p, fmt.Errorf("-params %q: want drawn, fixed or Name=integer,… (got %q)", s, kv)
 		}
+		if name == retryUnknownParam {
+			if n != 0 && n != 1 {
+				return p, fmt.Errorf("-params: %s=%d: want 0 or 1 (the receipt's retry_unknown)", name, n)
+			}
+			p.RetryUnknown = n
+			continue
+		}
 		decl, err := tpl.Parameter(name)
 		if err != nil {
 			return p, fmt.Errorf("-params: %w", err)
@@ -104,7 +121,7 @@ func parseParams(s string, tpl *template.Template, seed uint64) (params, error) 
 		}
 		f := p.field(name)
 		if f == nil {
-			return p, fmt.Errorf("-params: %s is not one a run sets (RetryBaseSeconds, RetryCapSeconds, MaxReceiveCount, SweepAfterSeconds)", name)
+			return p, fmt.Errorf("-params: %s is not one a run sets (RetryBaseSeconds, RetryCapSeconds, MaxReceiveCount, SweepAfterSeconds, %s)", name, retryUnknownParam)
 		}
 		*f = n
 	}
@@ -143,7 +160,8 @@ func (p params) String() string {
 		}
 		return fmt.Sprintf("%s %d [%d, %d]", name, v, r[0], r[1])
 	}
-	return fmt.Sprintf("parameters %s: %s, %s, %s, %s", how,
+	return fmt.Sprintf("parameters %s: %s, %s, %s, %s, %s", how,
 		show("RetryBaseSeconds", p.RetryBase), show("RetryCapSeconds", p.RetryCap),
-		show("MaxReceiveCount", p.MaxReceiveCount), show("SweepAfterSeconds", p.SweepAfter))
+		show("MaxReceiveCount", p.MaxReceiveCount), show("SweepAfterSeconds", p.SweepAfter),
+		show(retryUnknownParam, p.RetryUnknown))
 }

@@ -18,6 +18,7 @@ const (
 	answer500  = "500"  // failed: the outcome is unknown to the sender
 	answer503  = "503"  // failed: the sender may send again
 	answerHang = "hang" // accepted, then no answer until past the sender's timeout
+	answerDup  = "dup"  // 204 to a key accepted before, not acted on again (a deduping receiver)
 )
 
 // receiver is the receipt receiver: it accepts, fails or hangs, chosen
@@ -30,10 +31,17 @@ type receiver struct {
 	hang time.Duration
 	// Percentages of 500, 503 and hang; the rest are ok.
 	p500, p503, pHang int
+	// Dedupe makes it the receiver a target retrying unknowns needs: a
+	// request under a key it accepted before is answered 204 and not
+	// acted on again (answerDup).
+	dedupe bool
 
 	mu    sync.Mutex
 	tries map[string]int
 	log   []receipt
+	// took holds the keys of requests accepted (answered ok, or hung
+	// after accepting them).
+	took map[string]bool
 }
 
 // receipt is one request the receiver saw.
@@ -44,7 +52,7 @@ type receipt struct {
 }
 
 func newReceiver(seed uint64, hang time.Duration) *receiver {
-	return &receiver{seed: seed, hang: hang, p500: 7, p503: 7, pHang: 6, tries: map[string]int{}}
+	return &receiver{seed: seed, hang: hang, p500: 7, p503: 7, pHang: 6, tries: map[string]int{}, took: map[string]bool{}}
 }
 
 // quiet makes every answer ok: the load benchmark's receiver.
@@ -65,11 +73,17 @@ func (rc *receiver) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	try := rc.tries[key]
 	rc.tries[key]++
 	answer := rc.choose(key, try)
+	if rc.dedupe && rc.accepted(key) {
+		answer = answerDup
+	}
 	rc.log = append(rc.log, receipt{Key: key, Invoice: body.InvoiceID, Answer: answer})
+	if answer == answerOK || answer == answerHang {
+		rc.took[key] = true
+	}
 	rc.mu.Unlock()
 
 	switch answer {
-	case answerOK:
+	case answerOK, answerDup:
 		w.WriteHeader(http.StatusNoContent)
 	case answer500:
 		w.WriteHeader(http.StatusInternalServerError)
@@ -119,10 +133,8 @@ func (rc *receiver) received() []receipt {
 func (rc *receiver) acted(key string) bool {
 	rc.mu.Lock()
 	defer rc.mu.Unlock()
-	for _, r := range rc.log {
-		if r.Key == key && (r.Answer == answerOK || r.Answer == answerHang) {
-			return true
-		}
-	}
-	return false
+	return rc.accepted(key)
 }
+
+// accepted is acted with rc.mu held.
+func (rc *receiver) accepted(key string) bool { return rc.took[key] }

@@ -218,6 +218,8 @@ func startSystem(ctx context.Context, o options) (*system, error) {
 	sys.sqs = sqs.NewFromConfig(a.Services.Config())
 
 	sys.receiver = newReceiver(o.Seed, o.Hang)
+	// A target configured to retry unknowns is one whose receiver dedupes.
+	sys.receiver.dedupe = ps.RetryUnknown == 1
 	if o.Load {
 		sys.receiver.quiet()
 	}
@@ -248,7 +250,7 @@ func startSystem(ctx context.Context, o options) (*system, error) {
 		return nil, err
 	}
 	stack, err := local.Setup(ctx, cfg, tplPath, sources, map[string]string{
-		"TARGETS":             fmt.Sprintf(`[{"name":"receipt","url":%q}]`, recvURL+"/receipts"),
+		"TARGETS":             fmt.Sprintf(`[{"name":"receipt","url":%q,"retry_unknown":%t}]`, recvURL+"/receipts", ps.RetryUnknown == 1),
 		"RETRY_BASE_SECONDS":  strconv.Itoa(ps.RetryBase),
 		"RETRY_CAP_SECONDS":   strconv.Itoa(ps.RetryCap),
 		"SWEEP_AFTER_SECONDS": strconv.Itoa(ps.SweepAfter),

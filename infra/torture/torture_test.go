@@ -6,6 +6,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"net/http"
 	"os"
 	"path/filepath"
 	"slices"
@@ -162,9 +163,28 @@ func damage(t *testing.T, sys *system, w *workload, st *sendStats, rep *report) 
 	var inv *invoice
 	var sub, first, lastPush *event
 	var branch *push
+	// The commits each processed push carries, counted over all of them:
+	// the push made dead below must carry one no other processed push
+	// does, or its facts are still some processed push's and the damage
+	// cannot be seen (pushes share commits).
+	carriers := map[string]int{}
+	commitIDs := func(ev *event) []string {
+		var ids []string
+		for _, c := range ev.Push.Commits {
+			ids = append(ids, effects.ScopedID(ev.scope(), effects.Fact{Kind: handlers.PushCommitKind, Key: ev.Push.Repo + "@" + c}.ID()))
+		}
+		return ids
+	}
+	for _, ev := range w.Events {
+		if ev.Push != nil && items["event#"+ev.key()].Status == string(inbox.StatusProcessed) {
+			for _, id := range commitIDs(ev) {
+				carriers[id]++
+			}
+		}
+	}
 	for _, ev := range w.Events {
 		processed := items["event#"+ev.key()].Status == string(inbox.StatusProcessed)
-		if ev.Push != nil && processed && !rep.inDLQ[ev.key()] {
+		if ev.Push != nil && processed && !rep.inDLQ[ev.key()] && slices.ContainsFunc(commitIDs(ev), func(id string) bool { return carriers[id] == 1 }) {
 			lastPush = ev
 		}
 		switch {
@@ -433,16 +453,20 @@ func TestParams(t *testing.T) {
 		if p.RetryBase > p.RetryCap {
 			extremes["base over cap"] = true
 		}
+		extremes[fmt.Sprintf("retry unknown %d", p.RetryUnknown)] = true
 		sets[[4]int{p.RetryBase, p.RetryCap, p.MaxReceiveCount, p.SweepAfter}] = true
 	}
-	if len(sets) < 30 || len(extremes) < 5 {
+	if len(sets) < 30 || len(extremes) < 5 || !extremes["retry unknown 0"] || !extremes["retry unknown 1"] {
 		t.Errorf("40 seeds drew %d sets, reaching %v", len(sets), extremes)
 	}
 	p, err := parseParams("MaxReceiveCount=2,SweepAfterSeconds=1", tpl, 1)
 	if err != nil || p.MaxReceiveCount != 2 || p.SweepAfter != 1 || p.RetryCap != fixedParams().RetryCap {
 		t.Errorf("explicit: %+v, %v", p, err)
 	}
-	for _, bad := range []string{"MaxReceiveCount=1", "RetryCapSeconds=50000", "ProcessorConcurrency=3", "MaxReceiveCount", "MaxReceiveCount=x"} {
+	if p, err := parseParams("TargetRetryUnknown=1", tpl, 1); err != nil || p.RetryUnknown != 1 {
+		t.Errorf("TargetRetryUnknown=1: %+v, %v", p, err)
+	}
+	for _, bad := range []string{"MaxReceiveCount=1", "RetryCapSeconds=50000", "ProcessorConcurrency=3", "MaxReceiveCount", "MaxReceiveCount=x", "TargetRetryUnknown=2"} {
 		if _, err := parseParams(bad, tpl, 1); err == nil {
 			t.Errorf("-params %s: no error", bad)
 		}
@@ -525,6 +549,43 @@ func TestRedelivered(t *testing.T) {
 	} {
 		if got := redelivered(tt.err); got != tt.want {
 			t.Errorf("%s: got %t, want %t", tt.name, got, tt.want)
+		}
+	}
+}
+
+// TestReceiverDedupe: a receiver that dedupes (the one a target retrying
+// unknowns is configured for) answers a key it accepted before with 204
+// and does not act on it again; one that does not acts on every ok.
+func TestReceiverDedupe(t *testing.T) {
+	for _, dedupe := range []bool{false, true} {
+		rc := newReceiver(1, 10*time.Millisecond)
+		rc.quiet()
+		rc.dedupe = dedupe
+		url, stop, err := serve(rc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for range 3 {
+			req, _ := http.NewRequest(http.MethodPost, url+"/receipts", strings.NewReader(`{"invoice_id":"in_1"}`))
+			req.Header.Set("Idempotency-Key", "k")
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp.Body.Close()
+			if resp.StatusCode != http.StatusNoContent {
+				t.Errorf("dedupe %t: %d, want 204", dedupe, resp.StatusCode)
+			}
+		}
+		stop()
+		acted := 0
+		for _, r := range rc.received() {
+			if r.Answer == answerOK || r.Answer == answerHang {
+				acted++
+			}
+		}
+		if want := map[bool]int{false: 3, true: 1}[dedupe]; acted != want || !rc.acted("k") {
+			t.Errorf("dedupe %t: acted %d times, want %d", dedupe, acted, want)
 		}
 	}
 }
