@@ -493,6 +493,7 @@ var malformedSuites = map[string]func(testing.TB) []malformedRun{
 	"linear":           linearMalformedRuns,
 	"meta":             metaMalformedRuns,
 	"paddle":           paddleMalformedRuns,
+	"pagerduty":        pagerDutyMalformedRuns,
 	"sendgrid":         sendgridMalformedRuns,
 	"shopify":          shopifyMalformedRuns,
 	"slack":            slackMalformedRuns,
