@@ -18,6 +18,7 @@ require (
 	github.com/aws/smithy-go v1.28.9
 	github.com/bwmarrin/discordgo v0.29.0
 	github.com/google/go-github/v74 v74.0.0
+	github.com/razorpay/razorpay-go v1.3.3
 	github.com/santhosh-tekuri/jsonschema/v6 v6.0.3
 	github.com/sendgrid/sendgrid-go v3.16.1+incompatible
 	github.com/slack-go/slack v0.35.0
@@ -48,6 +49,7 @@ require (
 	github.com/google/go-querystring v1.1.0 // indirect
 	github.com/gorilla/websocket v1.5.3 // indirect
 	github.com/pkg/errors v0.9.1 // indirect
+	github.com/stretchr/testify v1.12.1 // indirect
 	golang.org/x/crypto v0.17.0 // indirect
 	golang.org/x/sys v0.15.0 // indirect
 	golang.org/x/text v0.14.0 // indirect

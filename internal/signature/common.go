@@ -423,3 +423,7 @@ func jsonTime(kind, name string, raw []byte) (time.Time, error) {
 	}
 	return t, nil
 }
+
+// maxUnixSeconds is 9999-12-31T23:59:59Z, the last second RFC 3339 can
+// write: a later creation time in unix seconds is garbage.
+const maxUnixSeconds = 253402300799

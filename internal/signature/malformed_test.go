@@ -494,6 +494,7 @@ var malformedSuites = map[string]func(testing.TB) []malformedRun{
 	"meta":             metaMalformedRuns,
 	"paddle":           paddleMalformedRuns,
 	"pagerduty":        pagerDutyMalformedRuns,
+	"razorpay":         razorpayMalformedRuns,
 	"sendgrid":         sendgridMalformedRuns,
 	"shopify":          shopifyMalformedRuns,
 	"slack":            slackMalformedRuns,

@@ -201,6 +201,7 @@ var kinds = map[string]constructor{
 	"meta":             func(o Options) (Scheme, error) { return NewMeta(o) },
 	"paddle":           func(o Options) (Scheme, error) { return NewPaddle(o) },
 	"pagerduty":        func(o Options) (Scheme, error) { return NewPagerDuty(o) },
+	"razorpay":         func(o Options) (Scheme, error) { return NewRazorpay(o) },
 	"sendgrid":         func(o Options) (Scheme, error) { return NewSendGrid(o) },
 	"shopify":          func(o Options) (Scheme, error) { return NewShopify(o) },
 	"slack":            func(o Options) (Scheme, error) { return NewSlack(o) },
