@@ -191,6 +191,7 @@ type constructor func(Options) (Scheme, error)
 // (its tests, malformed suite, benchmark, local source and sample, its
 // row in that page's table), each held by a test.
 var kinds = map[string]constructor{
+	"coinbasecommerce": func(o Options) (Scheme, error) { return NewCoinbaseCommerce(o) },
 	"discord":          func(o Options) (Scheme, error) { return NewDiscord(o) },
 	"github":           func(o Options) (Scheme, error) { return NewGitHub(o) },
 	"gitlab":           func(o Options) (Scheme, error) { return NewGitLab(o) },
