@@ -493,6 +493,7 @@ var malformedSuites = map[string]func(testing.TB) []malformedRun{
 	"intercom":         intercomMalformedRuns,
 	"linear":           linearMalformedRuns,
 	"meta":             metaMalformedRuns,
+	"mux":              muxMalformedRuns,
 	"paddle":           paddleMalformedRuns,
 	"pagerduty":        pagerDutyMalformedRuns,
 	"razorpay":         razorpayMalformedRuns,

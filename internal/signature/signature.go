@@ -200,6 +200,7 @@ var kinds = map[string]constructor{
 	"intercom":         func(o Options) (Scheme, error) { return NewIntercom(o) },
 	"linear":           func(o Options) (Scheme, error) { return NewLinear(o) },
 	"meta":             func(o Options) (Scheme, error) { return NewMeta(o) },
+	"mux":              func(o Options) (Scheme, error) { return NewMux(o) },
 	"paddle":           func(o Options) (Scheme, error) { return NewPaddle(o) },
 	"pagerduty":        func(o Options) (Scheme, error) { return NewPagerDuty(o) },
 	"razorpay":         func(o Options) (Scheme, error) { return NewRazorpay(o) },

@@ -39,6 +39,14 @@ func (s *Stripe) Verify(r Request, secrets [][]byte, now time.Time) error {
 	if err != nil {
 		return err
 	}
+	return verifyTV1(h, r.Body, secrets, now, s.tolerance)
+}
+
+// verifyTV1 verifies a `t=<unix>,v1=<hex>[,v1=<hex>…]` header value: an
+// HMAC-SHA256 over "<t>.<body>", any v1 of at most eight matching any
+// secret, t within tolerance of now. Other keys are ignored, never a
+// fallback. Stripe's format, which Mux and Calendly took as it is.
+func verifyTV1(h string, body []byte, secrets [][]byte, now time.Time, tolerance time.Duration) error {
 	var (
 		tsRaw string
 		seenT bool
@@ -78,12 +86,12 @@ func (s *Stripe) Verify(r Request, secrets [][]byte, now time.Time) error {
 	if n == 0 {
 		return fmt.Errorf("%w: no v1 signature", ErrNoMatch)
 	}
-	if err := checkTimestamp(ts, now, s.tolerance); err != nil {
+	if err := checkTimestamp(ts, now, tolerance); err != nil {
 		return err
 	}
 	var prefix [13]byte // ≤12 digits and '.'
 	pre := append(append(prefix[:0], tsRaw...), '.')
-	return matchSHA256(secrets, sigs[:n], pre, r.Body)
+	return matchSHA256(secrets, sigs[:n], pre, body)
 }
 
 var stripeFields = []string{"id", "object", "type", "created"}
@@ -139,7 +147,11 @@ func parseCreated(raw []byte) (time.Time, error) {
 
 // SignStripe returns a Stripe-Signature header value for body signed at t
 // with secret — the counterpart of Verify for tests and local tooling.
-func SignStripe(body, secret []byte, t time.Time) string {
+func SignStripe(body, secret []byte, t time.Time) string { return signTV1(body, secret, t) }
+
+// signTV1 returns a `t=<unix>,v1=<hex>` value for body signed at t (see
+// verifyTV1).
+func signTV1(body, secret []byte, t time.Time) string {
 	ts := strconv.FormatInt(t.Unix(), 10)
 	mac := hmac.New(sha256.New, secret)
 	mac.Write([]byte(ts))
