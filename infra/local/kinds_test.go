@@ -87,3 +87,27 @@ func TestEverySourceEndToEnd(t *testing.T) {
 		}
 	}
 }
+
+// TestDropboxChallengeThroughTheAPI: Dropbox's verification GET reaches
+// the scheme through the local API's route and is echoed; a challenge that
+// is not a word is refused with the bad signature's answer, and nothing
+// is stored either way.
+func TestDropboxChallengeThroughTheAPI(t *testing.T) {
+	e := mustEnv(t)
+	get := func(q string) (int, string) {
+		resp, err := http.Get(e.api.URL + "/webhooks/dropbox?" + q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	if status, body := get("challenge=Zk3-p_9"); status != http.StatusOK || body != "Zk3-p_9" {
+		t.Errorf("challenge: got %d %q, want 200 Zk3-p_9", status, body)
+	}
+	if status, body := get("challenge=%3Cscript%3E"); status != http.StatusUnauthorized {
+		t.Errorf("a challenge that is not a word: got %d %q, want 401", status, body)
+	}
+}
+

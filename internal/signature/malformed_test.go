@@ -486,6 +486,7 @@ func runMalformed(t *testing.T, runs []malformedRun) {
 var malformedSuites = map[string]func(testing.TB) []malformedRun{
 	"coinbasecommerce": coinbaseCommerceMalformedRuns,
 	"discord":          discordMalformedRuns,
+	"dropbox":          dropboxMalformedRuns,
 	"github":           githubMalformedRuns,
 	"gitlab":           gitlabMalformedRuns,
 	"hmac":             hmacMalformedRuns,

@@ -193,6 +193,7 @@ type constructor func(Options) (Scheme, error)
 var kinds = map[string]constructor{
 	"coinbasecommerce": func(o Options) (Scheme, error) { return NewCoinbaseCommerce(o) },
 	"discord":          func(o Options) (Scheme, error) { return NewDiscord(o) },
+	"dropbox":          func(o Options) (Scheme, error) { return NewDropbox(o) },
 	"github":           func(o Options) (Scheme, error) { return NewGitHub(o) },
 	"gitlab":           func(o Options) (Scheme, error) { return NewGitLab(o) },
 	"hmac":             func(o Options) (Scheme, error) { return NewHMAC(o) },
