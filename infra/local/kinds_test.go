@@ -111,3 +111,49 @@ func TestDropboxChallengeThroughTheAPI(t *testing.T) {
 	}
 }
 
+// TestXeroIntentToReceiveThroughTheAPI: Xero's intent to receive through
+// the local API, as Xero sends it: the correctly signed delivery with no
+// events is answered 200, the badly signed one 401.
+func TestXeroIntentToReceiveThroughTheAPI(t *testing.T) {
+	e := mustEnv(t)
+	sources, err := local.LoadSources(filepath.Join(repoRoot, "infra/local/sources.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	src, err := sources.Source("xero")
+	if err != nil {
+		t.Fatal(err)
+	}
+	intent := local.Sample{ContentType: "application/json", Body: `{"events":[],"firstEventSequence":0,"lastEventSequence":0,"entropy":"RCQXONLTEJHMPLKDXEWV"}`}
+	req, err := intent.Signed(repoRoot, src, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	post := func(sig string) (int, string) {
+		hr, err := http.NewRequest(http.MethodPost, e.api.URL+"/webhooks/xero", bytes.NewReader(req.Body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		hr.Header = req.Header.Clone()
+		hr.Header.Set("X-Xero-Signature", sig)
+		resp, err := http.DefaultClient.Do(hr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	good := req.Header.Get("X-Xero-Signature")
+	if status, body := post(good); status != http.StatusOK || body != "" {
+		t.Errorf("signed intent: got %d %q, want 200 and no body", status, body)
+	}
+	bad := "A" + good[1:]
+	if good[0] == 'A' {
+		bad = "B" + good[1:]
+	}
+	if status, _ := post(bad); status != http.StatusUnauthorized {
+		t.Errorf("badly signed intent: got %d, want 401", status)
+	}
+}
+
