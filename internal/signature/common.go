@@ -427,3 +427,25 @@ func jsonTime(kind, name string, raw []byte) (time.Time, error) {
 // maxUnixSeconds is 9999-12-31T23:59:59Z, the last second RFC 3339 can
 // write: a later creation time in unix seconds is garbage.
 const maxUnixSeconds = 253402300799
+
+// base64BodyVerify verifies a header holding prefix and the standard,
+// padded base64 of an HMAC (newHash, size bytes) of body, as githubStyleVerify
+// does for hex.
+func base64BodyVerify(h http.Header, name, prefix string, newHash func() hash.Hash, size int, body []byte, secrets [][]byte) error {
+	v, err := header(h, name)
+	if err != nil {
+		return err
+	}
+	enc, ok := strings.CutPrefix(v, prefix)
+	if !ok {
+		return fmt.Errorf("%w: %s does not start with %q", ErrMalformedHeader, name, prefix)
+	}
+	sig, ok := decodeBase64(enc, size)
+	if !ok {
+		return fmt.Errorf("%w: %s is not base64 of %d bytes", ErrMalformedHeader, name, size)
+	}
+	return matchAny(secrets, [][]byte{sig}, func(secret []byte) []byte {
+		return macOf(newHash, secret, body)
+	})
+}
+

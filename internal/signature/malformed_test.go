@@ -506,6 +506,7 @@ var malformedSuites = map[string]func(testing.TB) []malformedRun{
 	"stripe":           stripeMalformedRuns,
 	"twilio":           twilioMalformedRuns,
 	"twitch":           twitchMalformedRuns,
+	"typeform":         typeformMalformedRuns,
 	"xero":             xeroMalformedRuns,
 	"zoom":             zoomMalformedRuns,
 }

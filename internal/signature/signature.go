@@ -213,6 +213,7 @@ var kinds = map[string]constructor{
 	"stripe":           func(o Options) (Scheme, error) { return NewStripe(o) },
 	"twilio":           func(o Options) (Scheme, error) { return NewTwilio(o) },
 	"twitch":           func(o Options) (Scheme, error) { return NewTwitch(o) },
+	"typeform":         func(o Options) (Scheme, error) { return NewTypeform(o) },
 	"xero":             func(o Options) (Scheme, error) { return NewXero(o) },
 	"zoom":             func(o Options) (Scheme, error) { return NewZoom(o) },
 }
