@@ -449,3 +449,29 @@ func base64BodyVerify(h http.Header, name, prefix string, newHash func() hash.Ha
 	})
 }
 
+// headerIdentity is Identify for the kinds whose event id and type come
+// from headers (the id outside the signature: the providers table's
+// footnote): the body must be a JSON object; each header must be present
+// once, printable and at most MaxIdentity bytes (githubIdentityHeader).
+func headerIdentity(kind string, r Request, idHeader, typeHeader string) (Identity, error) {
+	if err := jsonFields(r.Body, nil, nil); err != nil {
+		return Identity{}, fmt.Errorf("%w: %s: body is not a JSON object", ErrInvalidPayload, kind)
+	}
+	id, err := githubIdentityHeader(r.Header, idHeader)
+	if err != nil {
+		return Identity{}, err
+	}
+	typ, err := githubIdentityHeader(r.Header, typeHeader)
+	if err != nil {
+		return Identity{}, err
+	}
+	return Identity{ID: id, Type: typ}, nil
+}
+
+// setHeader sets name to value on r's headers, creating them if needed.
+func setHeader(r *Request, name, value string) {
+	if r.Header == nil {
+		r.Header = http.Header{}
+	}
+	r.Header.Set(name, value)
+}

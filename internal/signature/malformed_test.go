@@ -484,14 +484,17 @@ func runMalformed(t *testing.T, runs []malformedRun) {
 
 // malformedSuites holds each kind's malformed table, specific and generic.
 var malformedSuites = map[string]func(testing.TB) []malformedRun{
+	"bitbucket":        bitbucketMalformedRuns,
 	"coinbasecommerce": coinbaseCommerceMalformedRuns,
 	"discord":          discordMalformedRuns,
 	"dropbox":          dropboxMalformedRuns,
+	"gitea":            giteaMalformedRuns,
 	"github":           githubMalformedRuns,
 	"gitlab":           gitlabMalformedRuns,
 	"hmac":             hmacMalformedRuns,
 	"hubspot":          hubspotMalformedRuns,
 	"intercom":         intercomMalformedRuns,
+	"jira":             jiraMalformedRuns,
 	"linear":           linearMalformedRuns,
 	"meta":             metaMalformedRuns,
 	"mux":              muxMalformedRuns,
@@ -499,6 +502,7 @@ var malformedSuites = map[string]func(testing.TB) []malformedRun{
 	"pagerduty":        pagerDutyMalformedRuns,
 	"razorpay":         razorpayMalformedRuns,
 	"sendgrid":         sendgridMalformedRuns,
+	"sentry":           sentryMalformedRuns,
 	"shopify":          shopifyMalformedRuns,
 	"slack":            slackMalformedRuns,
 	"square":           squareMalformedRuns,

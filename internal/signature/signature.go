@@ -191,14 +191,17 @@ type constructor func(Options) (Scheme, error)
 // (its tests, malformed suite, benchmark, local source and sample, its
 // row in that page's table), each held by a test.
 var kinds = map[string]constructor{
+	"bitbucket":        func(o Options) (Scheme, error) { return NewBitbucket(o) },
 	"coinbasecommerce": func(o Options) (Scheme, error) { return NewCoinbaseCommerce(o) },
 	"discord":          func(o Options) (Scheme, error) { return NewDiscord(o) },
 	"dropbox":          func(o Options) (Scheme, error) { return NewDropbox(o) },
+	"gitea":            func(o Options) (Scheme, error) { return NewGitea(o) },
 	"github":           func(o Options) (Scheme, error) { return NewGitHub(o) },
 	"gitlab":           func(o Options) (Scheme, error) { return NewGitLab(o) },
 	"hmac":             func(o Options) (Scheme, error) { return NewHMAC(o) },
 	"hubspot":          func(o Options) (Scheme, error) { return NewHubSpot(o) },
 	"intercom":         func(o Options) (Scheme, error) { return NewIntercom(o) },
+	"jira":             func(o Options) (Scheme, error) { return NewJira(o) },
 	"linear":           func(o Options) (Scheme, error) { return NewLinear(o) },
 	"meta":             func(o Options) (Scheme, error) { return NewMeta(o) },
 	"mux":              func(o Options) (Scheme, error) { return NewMux(o) },
@@ -206,6 +209,7 @@ var kinds = map[string]constructor{
 	"pagerduty":        func(o Options) (Scheme, error) { return NewPagerDuty(o) },
 	"razorpay":         func(o Options) (Scheme, error) { return NewRazorpay(o) },
 	"sendgrid":         func(o Options) (Scheme, error) { return NewSendGrid(o) },
+	"sentry":           func(o Options) (Scheme, error) { return NewSentry(o) },
 	"shopify":          func(o Options) (Scheme, error) { return NewShopify(o) },
 	"slack":            func(o Options) (Scheme, error) { return NewSlack(o) },
 	"square":           func(o Options) (Scheme, error) { return NewSquare(o) },
