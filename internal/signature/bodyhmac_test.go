@@ -7,6 +7,7 @@ package signature
 import (
 	"bytes"
 	"crypto/hmac"
+	"crypto/sha256"
 	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
@@ -260,4 +261,10 @@ func benchBodyHMAC(b *testing.B, k bodyHMACKind) {
 		mac.Write(body)
 		mac.Sum(sum[:0])
 	})
+}
+
+// hashID is the id of a kind keyed by its signed body's hash.
+func hashID(body string) string {
+	sum := sha256.Sum256([]byte(body))
+	return "sha256:" + hex.EncodeToString(sum[:])
 }

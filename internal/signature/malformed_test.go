@@ -485,6 +485,7 @@ func runMalformed(t *testing.T, runs []malformedRun) {
 // malformedSuites holds each kind's malformed table, specific and generic.
 var malformedSuites = map[string]func(testing.TB) []malformedRun{
 	"bitbucket":        bitbucketMalformedRuns,
+	"calcom":           calcomMalformedRuns,
 	"coinbasecommerce": coinbaseCommerceMalformedRuns,
 	"discord":          discordMalformedRuns,
 	"dropbox":          dropboxMalformedRuns,
@@ -500,6 +501,7 @@ var malformedSuites = map[string]func(testing.TB) []malformedRun{
 	"mux":              muxMalformedRuns,
 	"paddle":           paddleMalformedRuns,
 	"pagerduty":        pagerDutyMalformedRuns,
+	"paystack":         paystackMalformedRuns,
 	"razorpay":         razorpayMalformedRuns,
 	"sendgrid":         sendgridMalformedRuns,
 	"sentry":           sentryMalformedRuns,
@@ -511,6 +513,7 @@ var malformedSuites = map[string]func(testing.TB) []malformedRun{
 	"twilio":           twilioMalformedRuns,
 	"twitch":           twitchMalformedRuns,
 	"typeform":         typeformMalformedRuns,
+	"vercel":           vercelMalformedRuns,
 	"xero":             xeroMalformedRuns,
 	"zoom":             zoomMalformedRuns,
 }

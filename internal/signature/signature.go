@@ -192,6 +192,7 @@ type constructor func(Options) (Scheme, error)
 // row in that page's table), each held by a test.
 var kinds = map[string]constructor{
 	"bitbucket":        func(o Options) (Scheme, error) { return NewBitbucket(o) },
+	"calcom":           func(o Options) (Scheme, error) { return NewCalcom(o) },
 	"coinbasecommerce": func(o Options) (Scheme, error) { return NewCoinbaseCommerce(o) },
 	"discord":          func(o Options) (Scheme, error) { return NewDiscord(o) },
 	"dropbox":          func(o Options) (Scheme, error) { return NewDropbox(o) },
@@ -207,6 +208,7 @@ var kinds = map[string]constructor{
 	"mux":              func(o Options) (Scheme, error) { return NewMux(o) },
 	"paddle":           func(o Options) (Scheme, error) { return NewPaddle(o) },
 	"pagerduty":        func(o Options) (Scheme, error) { return NewPagerDuty(o) },
+	"paystack":         func(o Options) (Scheme, error) { return NewPaystack(o) },
 	"razorpay":         func(o Options) (Scheme, error) { return NewRazorpay(o) },
 	"sendgrid":         func(o Options) (Scheme, error) { return NewSendGrid(o) },
 	"sentry":           func(o Options) (Scheme, error) { return NewSentry(o) },
@@ -218,6 +220,7 @@ var kinds = map[string]constructor{
 	"twilio":           func(o Options) (Scheme, error) { return NewTwilio(o) },
 	"twitch":           func(o Options) (Scheme, error) { return NewTwitch(o) },
 	"typeform":         func(o Options) (Scheme, error) { return NewTypeform(o) },
+	"vercel":           func(o Options) (Scheme, error) { return NewVercel(o) },
 	"xero":             func(o Options) (Scheme, error) { return NewXero(o) },
 	"zoom":             func(o Options) (Scheme, error) { return NewZoom(o) },
 }
