@@ -486,6 +486,7 @@ func runMalformed(t *testing.T, runs []malformedRun) {
 var malformedSuites = map[string]func(testing.TB) []malformedRun{
 	"bitbucket":        bitbucketMalformedRuns,
 	"calcom":           calcomMalformedRuns,
+	"calendly":         calendlyMalformedRuns,
 	"coinbasecommerce": coinbaseCommerceMalformedRuns,
 	"discord":          discordMalformedRuns,
 	"dropbox":          dropboxMalformedRuns,

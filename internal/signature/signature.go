@@ -193,6 +193,7 @@ type constructor func(Options) (Scheme, error)
 var kinds = map[string]constructor{
 	"bitbucket":        func(o Options) (Scheme, error) { return NewBitbucket(o) },
 	"calcom":           func(o Options) (Scheme, error) { return NewCalcom(o) },
+	"calendly":         func(o Options) (Scheme, error) { return NewCalendly(o) },
 	"coinbasecommerce": func(o Options) (Scheme, error) { return NewCoinbaseCommerce(o) },
 	"discord":          func(o Options) (Scheme, error) { return NewDiscord(o) },
 	"dropbox":          func(o Options) (Scheme, error) { return NewDropbox(o) },
