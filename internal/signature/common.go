@@ -475,3 +475,25 @@ func setHeader(r *Request, name, value string) {
 	}
 	r.Header.Set(name, value)
 }
+
+// headerMillis reads a header of unix milliseconds as hubspotTimestamp
+// does: ASCII digits, no leading zero (one instant, one spelling), at most
+// 16 digits. A missing header is ErrNotSigned's cause wrapped as malformed.
+func headerMillis(h http.Header, name string) (string, time.Time, error) {
+	raw, err := header(h, name)
+	if err != nil {
+		return "", time.Time{}, fmt.Errorf("%w: %s: %v", ErrMalformedHeader, name, err)
+	}
+	if len(raw) == 0 || len(raw) > 16 || len(raw) > 1 && raw[0] == '0' {
+		return "", time.Time{}, fmt.Errorf("%w: %s is not unix milliseconds", ErrMalformedHeader, name)
+	}
+	var ms int64
+	for i := 0; i < len(raw); i++ {
+		c := raw[i]
+		if c < '0' || c > '9' {
+			return "", time.Time{}, fmt.Errorf("%w: %s is not unix milliseconds", ErrMalformedHeader, name)
+		}
+		ms = ms*10 + int64(c-'0')
+	}
+	return raw, time.UnixMilli(ms), nil
+}

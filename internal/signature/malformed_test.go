@@ -515,6 +515,7 @@ var malformedSuites = map[string]func(testing.TB) []malformedRun{
 	"twitch":           twitchMalformedRuns,
 	"typeform":         typeformMalformedRuns,
 	"vercel":           vercelMalformedRuns,
+	"webflow":          webflowMalformedRuns,
 	"xero":             xeroMalformedRuns,
 	"zoom":             zoomMalformedRuns,
 }

@@ -222,6 +222,7 @@ var kinds = map[string]constructor{
 	"twitch":           func(o Options) (Scheme, error) { return NewTwitch(o) },
 	"typeform":         func(o Options) (Scheme, error) { return NewTypeform(o) },
 	"vercel":           func(o Options) (Scheme, error) { return NewVercel(o) },
+	"webflow":          func(o Options) (Scheme, error) { return NewWebflow(o) },
 	"xero":             func(o Options) (Scheme, error) { return NewXero(o) },
 	"zoom":             func(o Options) (Scheme, error) { return NewZoom(o) },
 }
