@@ -511,6 +511,7 @@ var malformedSuites = map[string]func(testing.TB) []malformedRun{
 	"square":           squareMalformedRuns,
 	"standardwebhooks": standardWebhooksMalformedRuns,
 	"stripe":           stripeMalformedRuns,
+	"telnyx":           telnyxMalformedRuns,
 	"twilio":           twilioMalformedRuns,
 	"twitch":           twitchMalformedRuns,
 	"typeform":         typeformMalformedRuns,

@@ -218,6 +218,7 @@ var kinds = map[string]constructor{
 	"square":           func(o Options) (Scheme, error) { return NewSquare(o) },
 	"standardwebhooks": func(o Options) (Scheme, error) { return NewStandardWebhooks(o) },
 	"stripe":           func(o Options) (Scheme, error) { return NewStripe(o) },
+	"telnyx":           func(o Options) (Scheme, error) { return NewTelnyx(o) },
 	"twilio":           func(o Options) (Scheme, error) { return NewTwilio(o) },
 	"twitch":           func(o Options) (Scheme, error) { return NewTwitch(o) },
 	"typeform":         func(o Options) (Scheme, error) { return NewTypeform(o) },
