@@ -157,3 +157,24 @@ func TestXeroIntentToReceiveThroughTheAPI(t *testing.T) {
 	}
 }
 
+
+// TestWooCommercePingThroughTheAPI: WooCommerce's unsigned ping, as it
+// sends it when a webhook is saved, is answered 200 through the local API
+// and stores nothing; the same body with another field is a bad signature.
+func TestWooCommercePingThroughTheAPI(t *testing.T) {
+	e := mustEnv(t)
+	post := func(body string) int {
+		resp, err := http.Post(e.api.URL+"/webhooks/woocommerce", "application/x-www-form-urlencoded", bytes.NewReader([]byte(body)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	if status := post("webhook_id=12"); status != http.StatusOK {
+		t.Errorf("ping: got %d, want 200", status)
+	}
+	if status := post("webhook_id=12&status=active"); status != http.StatusUnauthorized {
+		t.Errorf("not the ping: got %d, want 401", status)
+	}
+}

@@ -365,6 +365,14 @@ type fakeScheme struct {
 	handshake func(signature.Request) (signature.Reply, bool, error)
 	split     func(signature.Request) ([]signature.Identity, error)
 	subscribe func(signature.Request, [][]byte) (signature.Reply, error)
+	ping      func(signature.Request) (signature.Reply, bool)
+}
+
+func (f *fakeScheme) Ping(r signature.Request) (signature.Reply, bool) {
+	if f.ping == nil {
+		return signature.Reply{}, false
+	}
+	return f.ping(r)
 }
 
 func (f *fakeScheme) Verify(r signature.Request, _ [][]byte, _ time.Time) error { return f.verify(r) }
@@ -423,6 +431,35 @@ func TestHandshakeOnlyAfterVerification(t *testing.T) {
 	}
 	if len(f.store.events) != 0 || len(f.queue.sent) != 0 {
 		t.Errorf("a handshake stored %d events and queued %d", len(f.store.events), len(f.queue.sent))
+	}
+}
+
+// TestPingBeforeVerify: a scheme's unsigned ping is answered before the
+// signature is checked, stores and queues nothing, and a request that is
+// not the ping still needs its signature.
+func TestPingBeforeVerify(t *testing.T) {
+	verified := 0
+	fs := &fakeScheme{
+		verify: func(signature.Request) error { verified++; return signature.ErrNotSigned },
+		ping: func(r signature.Request) (signature.Reply, bool) {
+			return signature.Reply{Status: 200}, string(r.Body) == "webhook_id=7"
+		},
+	}
+	f := newFakeFixture(t, fs)
+	resp, _ := f.h.HandleV2(context.Background(), fakeRequest("POST", "webhook_id=7", map[string]string{"source": "fake"}))
+	if resp.StatusCode != 200 || resp.Body != "" || verified != 0 {
+		t.Fatalf("ping: got %d %q after %d verifications, want 200, no body, none", resp.StatusCode, resp.Body, verified)
+	}
+	resp, _ = f.h.HandleV2(context.Background(), fakeRequest("POST", "webhook_id=7&x=1", map[string]string{"source": "fake"}))
+	if resp.StatusCode != 401 || verified != 1 {
+		t.Errorf("not the ping: got %d after %d verifications, want 401 after one", resp.StatusCode, verified)
+	}
+	if len(f.store.events) != 0 || len(f.queue.sent) != 0 {
+		t.Errorf("stored %d events and queued %d", len(f.store.events), len(f.queue.sent))
+	}
+	// An unknown source is still 404, ping or not.
+	if resp, _ := f.h.HandleV2(context.Background(), fakeRequest("POST", "webhook_id=7", map[string]string{"source": "other"})); resp.StatusCode != 404 {
+		t.Errorf("ping to an unknown source: got %d, want 404", resp.StatusCode)
 	}
 }
 

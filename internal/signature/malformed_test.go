@@ -517,6 +517,7 @@ var malformedSuites = map[string]func(testing.TB) []malformedRun{
 	"typeform":         typeformMalformedRuns,
 	"vercel":           vercelMalformedRuns,
 	"webflow":          webflowMalformedRuns,
+	"woocommerce":      wooCommerceMalformedRuns,
 	"xero":             xeroMalformedRuns,
 	"zoom":             zoomMalformedRuns,
 }

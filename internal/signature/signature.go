@@ -101,6 +101,16 @@ type Subscriber interface {
 	Subscribe(r Request, tokens [][]byte) (Reply, error)
 }
 
+// Pinger is implemented by schemes whose provider checks a new endpoint
+// with an unsigned request that carries nothing but its own id
+// (WooCommerce's "webhook_id=<n>" ping). Ping is called before Verify: ok
+// reports whether r is exactly such a ping, answered with reply and never
+// stored. A Ping must accept nothing else, so that no request is stored,
+// nor answered with anything but an empty 200, without a signature.
+type Pinger interface {
+	Ping(r Request) (reply Reply, ok bool)
+}
+
 // Splitter is implemented by schemes whose one delivery carries several
 // events (SendGrid, HubSpot): each becomes its own inbox event.
 type Splitter interface {
@@ -224,6 +234,7 @@ var kinds = map[string]constructor{
 	"typeform":         func(o Options) (Scheme, error) { return NewTypeform(o) },
 	"vercel":           func(o Options) (Scheme, error) { return NewVercel(o) },
 	"webflow":          func(o Options) (Scheme, error) { return NewWebflow(o) },
+	"woocommerce":      func(o Options) (Scheme, error) { return NewWooCommerce(o) },
 	"xero":             func(o Options) (Scheme, error) { return NewXero(o) },
 	"zoom":             func(o Options) (Scheme, error) { return NewZoom(o) },
 }
