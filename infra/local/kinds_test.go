@@ -157,7 +157,6 @@ func TestXeroIntentToReceiveThroughTheAPI(t *testing.T) {
 	}
 }
 
-
 // TestWooCommercePingThroughTheAPI: WooCommerce's unsigned ping, as it
 // sends it when a webhook is saved, is answered 200 through the local API
 // and stores nothing; the same body with another field is a bad signature.
