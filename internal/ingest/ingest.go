@@ -243,7 +243,7 @@ func (h *Handler) handle(ctx context.Context, req apigw.Request, now time.Time) 
 		// signature, with no secret looked up (see rejected).
 		return rejected(err)
 	}
-	sreq := signature.Request{Method: req.Method, Header: req.Header, RawQuery: req.RawQuery, Body: req.Body}
+	sreq := signature.Request{Method: req.Method, Header: req.Header, RawQuery: req.RawQuery, Body: req.Body, DeliveryID: req.RequestID}
 	if req.Method == http.MethodPost {
 		// A per-tenant source: the delivery's own (unverified) account
 		// chooses the secret, and only that secret's verification makes

@@ -48,10 +48,12 @@ var (
 	calendlyPayloadFields = []string{"uri"}
 )
 
-// Identify implements Scheme. A Calendly event has no id of its own, but
-// names what it is about: ID is "<event> <payload.uri>" (an invitee is
-// created once and canceled once; a routing form is submitted once), both
-// signed; Type is event ("invitee.created"); Created is created_at.
+// Identify implements Scheme. A Calendly event has no id of its own: ID is
+// "<event> <payload.uri> <created_at>", all signed — what the event is,
+// what it is about, and when it happened, since one resource can have one
+// event more than once (an event type updated again, a no-show marked,
+// unmarked and marked again); a retry keeps all three. Type is event
+// ("invitee.created"); Created is created_at.
 func (c *Calendly) Identify(r Request) (Identity, error) {
 	var f [3][]byte
 	var p [1][]byte
@@ -70,7 +72,11 @@ func (c *Calendly) Identify(r Request) (Identity, error) {
 	if err != nil {
 		return Identity{}, err
 	}
+	at, _ := jsonString(f[1])
 	id := typ + " " + uri
+	if at != "" {
+		id += " " + at
+	}
 	if len(id) > MaxIdentity {
 		return Identity{}, fmt.Errorf("%w: calendly: event key over %d bytes", ErrInvalidPayload, MaxIdentity)
 	}

@@ -55,7 +55,20 @@ func TestCalendlyCorpus(t *testing.T) {
 		checkFlipsRejected(t, f.name, m, calendlyRequest(f.body, header), calendlySecrets, testNow)
 	}
 	got, err := m.Identify(calendlyRequest([]byte(calendlyInviteeCreated)))
-	checkIdentity(t, got, err, Identity{ID: "invitee.created https://api.calendly.com/scheduled_events/GBGBDCAADAEDCRZ2/invitees/AAAAAAAAAAAAAAAA", Type: "invitee.created", Created: time.Date(2024, 7, 26, 0, 40, 0, 0, time.UTC)})
+	checkIdentity(t, got, err, Identity{ID: "invitee.created https://api.calendly.com/scheduled_events/GBGBDCAADAEDCRZ2/invitees/AAAAAAAAAAAAAAAA 2024-07-26T00:40:00.000000Z", Type: "invitee.created", Created: time.Date(2024, 7, 26, 0, 40, 0, 0, time.UTC)})
+}
+
+// TestCalendlyEventAgain: one resource can have one event twice (an event
+// type updated again); the two are two events.
+func TestCalendlyEventAgain(t *testing.T) {
+	m := mustNewCalendly(t, Options{})
+	first := `{"event":"event_type.updated","created_at":"2024-07-26T00:40:00.000000Z","payload":{"uri":"https://api.calendly.com/event_types/ET1"}}`
+	again := strings.Replace(first, "00:40:00", "00:41:00", 1)
+	a, errA := m.Identify(calendlyRequest([]byte(first)))
+	b, errB := m.Identify(calendlyRequest([]byte(again)))
+	if errA != nil || errB != nil || a.ID == b.ID {
+		t.Errorf("one event type updated twice: %q and %q (%v, %v), want two events", a.ID, b.ID, errA, errB)
+	}
 }
 
 func TestCalendlyRotation(t *testing.T) {
@@ -188,7 +201,7 @@ func TestCalendlyVerifyMalformed(t *testing.T) { runMalformed(t, calendlyMalform
 // means ErrInvalidPayload.
 var calendlyIdentifyCases = []identifyCase{
 	{name: "minimal", body: `{"event":"invitee.canceled","payload":{"uri":"https://api.calendly.com/i/1"}}`, want: Identity{ID: "invitee.canceled https://api.calendly.com/i/1", Type: "invitee.canceled"}},
-	{name: "created_at", body: `{"event":"e","created_at":"2024-07-26T00:40:00Z","payload":{"uri":"u"}}`, want: Identity{ID: "e u", Type: "e", Created: time.Date(2024, 7, 26, 0, 40, 0, 0, time.UTC)}},
+	{name: "created_at", body: `{"event":"e","created_at":"2024-07-26T00:40:00Z","payload":{"uri":"u"}}`, want: Identity{ID: "e u 2024-07-26T00:40:00Z", Type: "e", Created: time.Date(2024, 7, 26, 0, 40, 0, 0, time.UTC)}},
 	{name: "the payload's event is not the type", body: `{"payload":{"event":"x","uri":"u"},"event":"e"}`, want: Identity{ID: "e u", Type: "e"}},
 	{name: "empty", body: ``},
 	{name: "null", body: `null`},
@@ -279,13 +292,18 @@ func FuzzCalendlyIdentify(f *testing.F) {
 			return
 		}
 		var doc struct {
-			Event   string
-			Payload struct{ URI string }
+			Event     string
+			CreatedAt string `json:"created_at"`
+			Payload   struct{ URI string }
 		}
 		if err := json.Unmarshal(body, &doc); err != nil {
 			t.Fatalf("Identify(%q): accepted a body encoding/json refuses: %v", body, err)
 		}
-		if got.ID != doc.Event+" "+doc.Payload.URI || got.Type != doc.Event {
+		want := doc.Event + " " + doc.Payload.URI
+		if doc.CreatedAt != "" {
+			want += " " + doc.CreatedAt
+		}
+		if got.ID != want || got.Type != doc.Event {
 			t.Fatalf("Identify(%q): got %+v, want %+v", body, got, doc)
 		}
 	})

@@ -24,8 +24,12 @@ const (
 // <hex>`, an HMAC-SHA256 of the raw body keyed with the app secret. No
 // timestamp is signed. A notification says only which accounts changed
 // ({"list_folder":{"accounts":[…]},"delta":{"users":[…]}}) and carries no
-// id, so the id is the signed body's hash: a retry, byte for byte the
-// same, is a duplicate.
+// id: every later notification for one account is byte for byte the same
+// as the first, so neither the body nor anything signed can tell two real
+// notifications apart. Each delivery is therefore its own event, keyed by
+// the edge's request id (Request.DeliveryID): a retry is stored again,
+// which only means "sync now" twice; two notifications are never merged,
+// which would stop the app syncing that account.
 //
 // Dropbox confirms an endpoint with an unsigned GET ?challenge=<c>, which
 // must be answered 200 with c as the body (Subscribe). It carries no token
@@ -57,9 +61,10 @@ func (d *Dropbox) Verify(r Request, secrets [][]byte, now time.Time) error {
 
 var dropboxFields = []string{"list_folder", "delta"}
 
-// Identify implements Scheme. ID is "sha256:<hex>" of the body; Type is
-// "list_folder" (Dropbox's notification, which may also carry the older
-// "delta" list). The body must be a JSON object with either.
+// Identify implements Scheme. ID is "delivery:" and r.DeliveryID (none is
+// an ErrInvalidPayload); Type is "list_folder" (Dropbox's notification,
+// which may also carry the older "delta" list). The body must be a JSON
+// object with either.
 func (d *Dropbox) Identify(r Request) (Identity, error) {
 	var f [2][]byte
 	if err := jsonFields(r.Body, dropboxFields, f[:]); err != nil {
@@ -73,8 +78,11 @@ func (d *Dropbox) Identify(r Request) (Identity, error) {
 	default:
 		return Identity{}, fmt.Errorf("%w: dropbox: no list_folder or delta object", ErrInvalidPayload)
 	}
-	sum := sha256.Sum256(r.Body)
-	return Identity{ID: "sha256:" + hex.EncodeToString(sum[:]), Type: typ}, nil
+	id := "delivery:" + r.DeliveryID
+	if r.DeliveryID == "" || !validID(id) {
+		return Identity{}, fmt.Errorf("%w: dropbox: no delivery id to key the notification by", ErrInvalidPayload)
+	}
+	return Identity{ID: id, Type: typ}, nil
 }
 
 // Subscribe implements Subscriber: GET ?challenge=<c> is answered 200

@@ -29,8 +29,13 @@ func dropboxNew(tb testing.TB) *Dropbox {
 	return mustNew(tb, NewDropbox, Options{})
 }
 
+// dropboxDelivery is the edge's request id the tests' requests carry.
+const dropboxDelivery = "Zx3mWg1YIAMEbsw="
+
 func dropboxRequest(body []byte, sigs ...string) Request {
-	return jsonPost(body, map[string][]string{"User-Agent": {"DropboxWebhooks/1.0"}, DropboxSignatureHeader: sigs})
+	r := jsonPost(body, map[string][]string{"User-Agent": {"DropboxWebhooks/1.0"}, DropboxSignatureHeader: sigs})
+	r.DeliveryID = dropboxDelivery
+	return r
 }
 
 // dropboxHex is the signature for body, computed independently of the
@@ -52,9 +57,27 @@ func TestDropboxCorpus(t *testing.T) {
 		checkErr(t, verifyNoPanic(t, d, r, dropboxSecrets, testNow), nil)
 		checkFlipsRejected(t, f.name, d, r, dropboxSecrets, testNow)
 	}
-	sum := sha256.Sum256([]byte(dropboxNotification))
 	got, err := d.Identify(dropboxRequest([]byte(dropboxNotification)))
-	checkIdentity(t, got, err, Identity{ID: "sha256:" + hex.EncodeToString(sum[:]), Type: "list_folder"})
+	checkIdentity(t, got, err, Identity{ID: "delivery:" + dropboxDelivery, Type: "list_folder"})
+}
+
+// TestDropboxNotificationsNeverMerge: two notifications for one account
+// are byte for byte the same, and must still be two events; a request
+// without the edge's id is refused rather than keyed by its body.
+func TestDropboxNotificationsNeverMerge(t *testing.T) {
+	d := dropboxNew(t)
+	first, second := dropboxRequest([]byte(dropboxNotification)), dropboxRequest([]byte(dropboxNotification))
+	second.DeliveryID = "Zx3mWg1YIAMEbsx="
+	a, errA := d.Identify(first)
+	b, errB := d.Identify(second)
+	if errA != nil || errB != nil || a.ID == b.ID {
+		t.Errorf("two notifications: ids %q and %q (%v, %v), want two", a.ID, b.ID, errA, errB)
+	}
+	none := dropboxRequest([]byte(dropboxNotification))
+	none.DeliveryID = ""
+	if _, err := d.Identify(none); err == nil {
+		t.Error("no delivery id: Identify accepted it")
+	}
 }
 
 // TestDropboxChallenge: the verification GET is echoed for a word, and
@@ -196,7 +219,7 @@ func dropboxMalformedRuns(tb testing.TB) []malformedRun {
 func TestDropboxVerifyMalformed(t *testing.T) { runMalformed(t, dropboxMalformedRuns(t)) }
 
 // dropboxIdentifyCases is shared with the fuzz test as seeds; a zero
-// want.ID means ErrInvalidPayload; an ID of "hash" means the body's.
+// want.ID means ErrInvalidPayload; an ID of "hash" means the delivery's.
 var dropboxIdentifyCases = []identifyCase{
 	{name: "list_folder", body: `{"list_folder":{"accounts":["dbid:a"]}}`, want: Identity{ID: "hash", Type: "list_folder"}},
 	{name: "delta only", body: `{"delta":{"users":[1]}}`, want: Identity{ID: "hash", Type: "delta"}},
@@ -218,8 +241,7 @@ func TestDropboxIdentify(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			want := tc.want
 			if want.ID == "hash" {
-				sum := sha256.Sum256([]byte(tc.body))
-				want.ID = "sha256:" + hex.EncodeToString(sum[:])
+				want.ID = "delivery:" + dropboxDelivery
 			}
 			got, err := identifyNoPanic(t, d, dropboxRequest([]byte(tc.body)))
 			checkIdentity(t, got, err, want)
@@ -264,8 +286,7 @@ func FuzzDropboxIdentify(f *testing.F) {
 		if err := json.Unmarshal(body, &doc); err != nil {
 			t.Fatalf("Identify(%q): accepted a body encoding/json refuses: %v", body, err)
 		}
-		sum := sha256.Sum256(body)
-		if got.ID != "sha256:"+hex.EncodeToString(sum[:]) || (got.Type != "list_folder" && got.Type != "delta") {
+		if got.ID != "delivery:"+dropboxDelivery || (got.Type != "list_folder" && got.Type != "delta") {
 			t.Fatalf("Identify(%q): got %+v", body, got)
 		}
 	})
@@ -295,7 +316,7 @@ func FuzzDropboxChallenge(f *testing.F) {
 }
 
 // BenchmarkDropbox compares the scheme with a bare HMAC-SHA256 over the
-// same bytes; Identify hashes the body a second time.
+// same bytes.
 func BenchmarkDropbox(b *testing.B) {
 	body := []byte(dropboxNotification)
 	r := dropboxRequest(body, dropboxHex(body, dropboxSecret))

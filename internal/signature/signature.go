@@ -56,6 +56,12 @@ type Request struct {
 	// there.
 	RawQuery string
 	Body     []byte
+	// DeliveryID is the receiving edge's own id of this request (API
+	// Gateway's request id): unique per request. It is the only identity
+	// of a delivery that carries none a signature covers and that differs
+	// between two real events (Dropbox's), where a retry stored twice is
+	// the lesser harm than two events merged into one.
+	DeliveryID string
 }
 
 // Identity is what a provider says about an event: its id (the dedupe key),

@@ -59,10 +59,12 @@ func (w *Webflow) Verify(r Request, secrets [][]byte, now time.Time) error {
 
 var webflowFields = []string{"triggerType", "payload"}
 
-// Identify implements Scheme. A delivery has no event id, and the
-// timestamp is a header, not in the body: ID is "sha256:<hex>" of the
-// body, so a retry (the same body, a new timestamp) is a duplicate; Type
-// is triggerType ("form_submission"). payload must be an object.
+// Identify implements Scheme. A delivery has no event id, and a body can
+// repeat one for a different event (inventory back to a quantity it had):
+// ID is the signed x-webflow-timestamp and the body's hash,
+// "<timestamp> sha256:<hex>", so two events are never merged; a retry,
+// signed at a new timestamp, is stored again. Type is triggerType
+// ("form_submission"). payload must be an object.
 func (w *Webflow) Identify(r Request) (Identity, error) {
 	var f [2][]byte
 	if err := jsonFields(r.Body, webflowFields, f[:]); err != nil {
@@ -75,8 +77,12 @@ func (w *Webflow) Identify(r Request) (Identity, error) {
 	if len(f[1]) == 0 || f[1][0] != '{' {
 		return Identity{}, fmt.Errorf("%w: webflow: no payload object", ErrInvalidPayload)
 	}
+	ts, _, err := headerMillis(r.Header, WebflowTimestampHeader)
+	if err != nil {
+		return Identity{}, fmt.Errorf("%w: webflow: %v", ErrInvalidPayload, err)
+	}
 	sum := sha256.Sum256(r.Body)
-	return Identity{ID: "sha256:" + hex.EncodeToString(sum[:]), Type: typ}, nil
+	return Identity{ID: ts + " sha256:" + hex.EncodeToString(sum[:]), Type: typ}, nil
 }
 
 // SignWebflow returns the x-webflow-signature of body at t (and the

@@ -62,8 +62,23 @@ func TestWebflowCorpus(t *testing.T) {
 		checkErr(t, verifyNoPanic(t, w, r, webflowSecrets, testNow), nil)
 		checkFlipsRejected(t, f.name, w, r, webflowSecrets, testNow)
 	}
-	got, err := w.Identify(webflowRequest([]byte(webflowFormSubmission), "-", "-"))
-	checkIdentity(t, got, err, Identity{ID: hashID(webflowFormSubmission), Type: "form_submission"})
+	got, err := w.Identify(webflowRequest([]byte(webflowFormSubmission), "-", webflowTS))
+	checkIdentity(t, got, err, Identity{ID: webflowTS + " " + hashID(webflowFormSubmission), Type: "form_submission"})
+}
+
+// TestWebflowSameBodyTwice: a body can repeat (inventory back to a
+// quantity it had); signed at two times it is two events, never merged.
+func TestWebflowSameBodyTwice(t *testing.T) {
+	w := mustNewWebflow(t, Options{})
+	body := []byte(`{"triggerType":"ecomm_inventory_changed","payload":{"id":"5bfedb42bab0ad90fa7dad39","quantity":4,"inventoryType":"finite"}}`)
+	a, errA := w.Identify(webflowRequest(body, "-", webflowTS))
+	b, errB := w.Identify(webflowRequest(body, "-", strconv.FormatInt(testNow.Add(time.Minute).UnixMilli(), 10)))
+	if errA != nil || errB != nil || a.ID == b.ID {
+		t.Errorf("one body at two times: %q and %q (%v, %v), want two events", a.ID, b.ID, errA, errB)
+	}
+	if _, err := w.Identify(webflowRequest(body, "-", "-")); err == nil {
+		t.Error("no timestamp: Identify accepted it")
+	}
 }
 
 func TestWebflowRotation(t *testing.T) {
@@ -145,7 +160,7 @@ func webflowMalformedRuns(tb testing.TB) []malformedRun {
 func TestWebflowVerifyMalformed(t *testing.T) { runMalformed(t, webflowMalformedRuns(t)) }
 
 var webflowIdentifyCases = []identifyCase{
-	{name: "minimal", body: `{"triggerType":"site_publish","payload":{}}`, want: Identity{ID: hashID(`{"triggerType":"site_publish","payload":{}}`), Type: "site_publish"}},
+	{name: "minimal", body: `{"triggerType":"site_publish","payload":{}}`, want: Identity{ID: webflowTS + " " + hashID(`{"triggerType":"site_publish","payload":{}}`), Type: "site_publish"}},
 	{name: "empty", body: ``},
 	{name: "null", body: `null`},
 	{name: "array", body: `[]`},
@@ -159,7 +174,7 @@ func TestWebflowIdentify(t *testing.T) {
 	w := mustNewWebflow(t, Options{})
 	for _, tc := range webflowIdentifyCases {
 		t.Run(tc.name, func(t *testing.T) {
-			got, err := identifyNoPanic(t, w, webflowRequest([]byte(tc.body), "-", "-"))
+			got, err := identifyNoPanic(t, w, webflowRequest([]byte(tc.body), "-", webflowTS))
 			checkIdentity(t, got, err, tc.want)
 		})
 	}
@@ -196,12 +211,12 @@ func FuzzWebflowIdentify(f *testing.F) {
 	}
 	w := mustNewWebflow(f, Options{})
 	f.Fuzz(func(t *testing.T, body []byte) {
-		got, ok := fuzzIdentify(t, w, webflowRequest(body, "-", "-"))
+		got, ok := fuzzIdentify(t, w, webflowRequest(body, "-", webflowTS))
 		if !ok {
 			return
 		}
 		var doc struct{ TriggerType string }
-		if err := json.Unmarshal(body, &doc); err != nil || doc.TriggerType != got.Type || got.ID != hashID(string(body)) {
+		if err := json.Unmarshal(body, &doc); err != nil || doc.TriggerType != got.Type || got.ID != webflowTS+" "+hashID(string(body)) {
 			t.Fatalf("Identify(%q): got %+v (%v)", body, got, err)
 		}
 	})

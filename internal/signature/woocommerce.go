@@ -3,6 +3,8 @@ package signature
 import (
 	"crypto/sha256"
 	"encoding/base64"
+	"encoding/hex"
+	"fmt"
 	"mime"
 	"net/http"
 	"time"
@@ -74,16 +76,29 @@ func (w *WooCommerce) Ping(r Request) (Reply, bool) {
 	return Reply{Status: http.StatusOK}, true
 }
 
-// Identify implements Scheme. ID is X-WC-Webhook-Delivery-ID (outside the
-// signature: the providers table's footnote); Type is X-WC-Webhook-Topic
-// ("order.updated"); the body must be a JSON object. The webhook's id and
-// the store's URL are kept as "webhook_id" and "source".
+// Identify implements Scheme. WooCommerce's X-WC-Webhook-Delivery-ID is a
+// hash of the webhook's id and the current second, the same for two
+// deliveries in one second (a bulk update), so it cannot key an event:
+// ID is the topic and the signed body's hash, "<topic> sha256:<hex>" (two
+// bodies alike under one topic are one state, merged harmlessly; an order
+// changed carries its new date_modified). Type is X-WC-Webhook-Topic
+// ("order.updated"); the body must be a JSON object. The delivery id, the
+// webhook's id and the store's URL are kept as "delivery_id",
+// "webhook_id" and "source".
 func (w *WooCommerce) Identify(r Request) (Identity, error) {
-	id, err := headerIdentity("woocommerce", r, WooCommerceDeliveryHeader, WooCommerceTopicHeader)
+	if err := jsonFields(r.Body, nil, nil); err != nil {
+		return Identity{}, fmt.Errorf("%w: woocommerce: body is not a JSON object", ErrInvalidPayload)
+	}
+	topic, err := githubIdentityHeader(r.Header, WooCommerceTopicHeader)
 	if err != nil {
 		return Identity{}, err
 	}
-	for attr, name := range map[string]string{"webhook_id": WooCommerceWebhookIDHeader, "source": WooCommerceSourceHeader} {
+	sum := sha256.Sum256(r.Body)
+	id := Identity{ID: topic + " sha256:" + hex.EncodeToString(sum[:]), Type: topic}
+	if len(id.ID) > MaxIdentity {
+		return Identity{}, fmt.Errorf("%w: woocommerce: topic too long", ErrInvalidPayload)
+	}
+	for attr, name := range map[string]string{"delivery_id": WooCommerceDeliveryHeader, "webhook_id": WooCommerceWebhookIDHeader, "source": WooCommerceSourceHeader} {
 		if v := hget(r.Header, name); v != "" && len(v) <= MaxIdentity && githubPrintable(v) {
 			if id.Attributes == nil {
 				id.Attributes = map[string]string{}

@@ -11,6 +11,8 @@ import (
 // REST API (values made up here).
 const wooCommerceOrder = `{"id":727,"parent_id":0,"status":"processing","currency":"EUR","date_created_gmt":"2024-07-26T00:39:00","date_modified_gmt":"2024-07-26T00:40:00","total":"29.35","customer_id":0,"billing":{"first_name":"Ada","last_name":"Obi","email":"ada@example.com"},"line_items":[{"id":315,"name":"Woo Single #1","product_id":93,"quantity":2,"total":"6.00"}]}`
 
+var wooCommerceAttrs = map[string]string{"delivery_id": "5c6bb1c1a3e1e0f1a8f9e6d0b4a7c2d3", "webhook_id": "12", "source": "https://shop.example.com/"}
+
 var wooCommerceKind = bodyHMACKind{
 	newScheme: func(o Options) (Scheme, error) { return NewWooCommerce(o) },
 	header:    WooCommerceSignatureHeader,
@@ -26,9 +28,9 @@ var wooCommerceKind = bodyHMACKind{
 		WooCommerceSourceHeader:    {"https://shop.example.com/"},
 	},
 	bodies: []identifyCase{{name: "order.updated", body: wooCommerceOrder, want: Identity{
-		ID: "5c6bb1c1a3e1e0f1a8f9e6d0b4a7c2d3", Type: "order.updated", Attributes: map[string]string{"webhook_id": "12", "source": "https://shop.example.com/"}}}},
+		ID: "order.updated " + hashID(wooCommerceOrder), Type: "order.updated", Attributes: wooCommerceAttrs}}},
 	identify: []identifyCase{
-		{name: "any object", body: `{"id":1}`, want: Identity{ID: "5c6bb1c1a3e1e0f1a8f9e6d0b4a7c2d3", Type: "order.updated", Attributes: map[string]string{"webhook_id": "12", "source": "https://shop.example.com/"}}},
+		{name: "any object", body: `{"id":1}`, want: Identity{ID: "order.updated " + hashID(`{"id":1}`), Type: "order.updated", Attributes: wooCommerceAttrs}},
 		{name: "empty", body: ``},
 		{name: "null", body: `null`},
 		{name: "array", body: `[]`},
@@ -37,6 +39,18 @@ var wooCommerceKind = bodyHMACKind{
 }
 
 func TestWooCommerce(t *testing.T) { runBodyHMACKind(t, wooCommerceKind) }
+
+// TestWooCommerceSameSecond: WooCommerce gives two deliveries of one
+// webhook in one second the same delivery id; two different orders (or
+// two states of one) so delivered are still two events.
+func TestWooCommerceSameSecond(t *testing.T) {
+	w := wooCommerceKind.scheme(t)
+	a, errA := w.Identify(wooCommerceKind.request([]byte(wooCommerceOrder)))
+	b, errB := w.Identify(wooCommerceKind.request([]byte(strings.Replace(wooCommerceOrder, `"status":"processing"`, `"status":"completed"`, 1))))
+	if errA != nil || errB != nil || a.ID == b.ID {
+		t.Errorf("two orders under one delivery id: %q and %q (%v, %v), want two events", a.ID, b.ID, errA, errB)
+	}
+}
 
 // TestWooCommercePing: the unsigned ping is recognized in its exact form
 // only; anything else goes to Verify.
@@ -90,7 +104,9 @@ func TestWooCommerceVerifyMalformed(t *testing.T) { runMalformed(t, wooCommerceM
 func FuzzWooCommerceVerify(f *testing.F) { fuzzBodyHMACVerify(f, wooCommerceKind) }
 
 func FuzzWooCommerceIdentify(f *testing.F) {
-	fuzzBodyHMACIdentify(f, wooCommerceKind, func(body []byte, id Identity) bool { return id.Type == "order.updated" })
+	fuzzBodyHMACIdentify(f, wooCommerceKind, func(body []byte, id Identity) bool {
+		return id.Type == "order.updated" && id.ID == "order.updated "+hashID(string(body))
+	})
 }
 
 // FuzzWooCommercePing: whatever the body, a ping is exactly
