@@ -485,6 +485,7 @@ func runMalformed(t *testing.T, runs []malformedRun) {
 // malformedSuites holds each kind's malformed table, specific and generic.
 var malformedSuites = map[string]func(testing.TB) []malformedRun{
 	"bitbucket":        bitbucketMalformedRuns,
+	"box":              boxMalformedRuns,
 	"calcom":           calcomMalformedRuns,
 	"calendly":         calendlyMalformedRuns,
 	"coinbasecommerce": coinbaseCommerceMalformedRuns,

@@ -208,6 +208,7 @@ type constructor func(Options) (Scheme, error)
 // row in that page's table), each held by a test.
 var kinds = map[string]constructor{
 	"bitbucket":        func(o Options) (Scheme, error) { return NewBitbucket(o) },
+	"box":              func(o Options) (Scheme, error) { return NewBox(o) },
 	"calcom":           func(o Options) (Scheme, error) { return NewCalcom(o) },
 	"calendly":         func(o Options) (Scheme, error) { return NewCalendly(o) },
 	"coinbasecommerce": func(o Options) (Scheme, error) { return NewCoinbaseCommerce(o) },
