@@ -504,6 +504,7 @@ var malformedSuites = map[string]func(testing.TB) []malformedRun{
 	"paddle":           paddleMalformedRuns,
 	"pagerduty":        pagerDutyMalformedRuns,
 	"paystack":         paystackMalformedRuns,
+	"postmark":         postmarkMalformedRuns,
 	"razorpay":         razorpayMalformedRuns,
 	"sendgrid":         sendgridMalformedRuns,
 	"sentry":           sentryMalformedRuns,

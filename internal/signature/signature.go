@@ -227,6 +227,7 @@ var kinds = map[string]constructor{
 	"paddle":           func(o Options) (Scheme, error) { return NewPaddle(o) },
 	"pagerduty":        func(o Options) (Scheme, error) { return NewPagerDuty(o) },
 	"paystack":         func(o Options) (Scheme, error) { return NewPaystack(o) },
+	"postmark":         func(o Options) (Scheme, error) { return NewPostmark(o) },
 	"razorpay":         func(o Options) (Scheme, error) { return NewRazorpay(o) },
 	"sendgrid":         func(o Options) (Scheme, error) { return NewSendGrid(o) },
 	"sentry":           func(o Options) (Scheme, error) { return NewSentry(o) },
