@@ -501,6 +501,7 @@ var malformedSuites = map[string]func(testing.TB) []malformedRun{
 	"linear":           linearMalformedRuns,
 	"meta":             metaMalformedRuns,
 	"mux":              muxMalformedRuns,
+	"okta":             oktaMalformedRuns,
 	"paddle":           paddleMalformedRuns,
 	"pagerduty":        pagerDutyMalformedRuns,
 	"paystack":         paystackMalformedRuns,

@@ -224,6 +224,7 @@ var kinds = map[string]constructor{
 	"linear":           func(o Options) (Scheme, error) { return NewLinear(o) },
 	"meta":             func(o Options) (Scheme, error) { return NewMeta(o) },
 	"mux":              func(o Options) (Scheme, error) { return NewMux(o) },
+	"okta":             func(o Options) (Scheme, error) { return NewOkta(o) },
 	"paddle":           func(o Options) (Scheme, error) { return NewPaddle(o) },
 	"pagerduty":        func(o Options) (Scheme, error) { return NewPagerDuty(o) },
 	"paystack":         func(o Options) (Scheme, error) { return NewPaystack(o) },
