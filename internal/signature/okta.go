@@ -154,5 +154,5 @@ func (k *Okta) Sign(r *Request, key []byte, now time.Time) error {
 }
 
 // KeptHeaders lists the delivery headers kept with the event (see
-// HeaderKeeper): none, the secret value never is.
-func (k *Okta) KeptHeaders() []string { return nil }
+// HeaderKeeper): the sender's User-Agent; the secret value never is.
+func (k *Okta) KeptHeaders() []string { return []string{"User-Agent"} }

