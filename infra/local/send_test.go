@@ -48,7 +48,8 @@ func TestSignAnyBody(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if !bytes.Equal(req.Body, body) {
+			// Adyen's signatures are inside the body: signing rewrites it.
+			if src.Kind != "adyen" && !bytes.Equal(req.Body, body) {
 				t.Fatalf("sent %d bytes, the file holds %d", len(req.Body), len(body))
 			}
 			scheme, err := src.Scheme()

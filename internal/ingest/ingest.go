@@ -311,7 +311,13 @@ func (h *Handler) handle(ctx context.Context, req apigw.Request, now time.Time) 
 	if err != nil {
 		return fail(http.StatusBadRequest, outcomeInvalid, "malformed event: missing or invalid id, type or created", err)
 	}
-	return h.store(ctx, src, account, ids, req, now)
+	stored := h.store(ctx, src, account, ids, req, now)
+	if a, ok := src.Scheme.(signature.Acknowledger); ok && (stored.status == http.StatusOK || stored.status == http.StatusAccepted) {
+		ack := a.Ack()
+		ack.Status = stored.status
+		stored.reply = &ack
+	}
+	return stored
 }
 
 // verify runs check with the secret's current keys and, if they fail,

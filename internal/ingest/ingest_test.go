@@ -434,6 +434,42 @@ func TestHandshakeOnlyAfterVerification(t *testing.T) {
 	}
 }
 
+// ackScheme is a fake scheme whose provider wants "[accepted]".
+type ackScheme struct{ *fakeScheme }
+
+func (ackScheme) Ack() signature.Reply {
+	return signature.Reply{ContentType: "text/plain", Body: []byte("[accepted]")}
+}
+
+// TestAcknowledger: a scheme's own answer replaces ingest's JSON for a
+// delivery stored (202) or found stored (200), with ingest's status; a
+// refusal is still ingest's.
+func TestAcknowledger(t *testing.T) {
+	fs := &fakeScheme{
+		verify:    func(r signature.Request) error { return map[bool]error{true: nil, false: signature.ErrNoMatch}[string(r.Body) != "forged"] },
+		handshake: func(signature.Request) (signature.Reply, bool, error) { return signature.Reply{}, false, nil },
+		split: func(signature.Request) ([]signature.Identity, error) {
+			return []signature.Identity{{ID: "e1", Type: "t"}}, nil
+		},
+	}
+	f := newFakeFixture(t, fs)
+	set, err := source.NewSet("wi/", &source.Source{Name: "fake", Kind: "fake", Scheme: ackScheme{fs}, Accounts: source.AnyAccount})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.h.cfg.Sources = set
+	for i, want := range []int{202, 200} {
+		resp, _ := f.h.HandleV2(context.Background(), fakeRequest("POST", `{"n":1}`, map[string]string{"source": "fake"}))
+		if resp.StatusCode != want || resp.Body != "[accepted]" || resp.Headers["content-type"] != "text/plain" {
+			t.Errorf("delivery %d: got %d %q %v, want %d [accepted]", i, resp.StatusCode, resp.Body, resp.Headers, want)
+		}
+	}
+	resp, _ := f.h.HandleV2(context.Background(), fakeRequest("POST", "forged", map[string]string{"source": "fake"}))
+	if resp.StatusCode != 401 || resp.Body == "[accepted]" {
+		t.Errorf("a forgery: got %d %q, want ingest's 401", resp.StatusCode, resp.Body)
+	}
+}
+
 // TestPingBeforeVerify: a scheme's unsigned ping is answered before the
 // signature is checked, stores and queues nothing, and a request that is
 // not the ping still needs its signature.

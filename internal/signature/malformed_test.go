@@ -484,6 +484,7 @@ func runMalformed(t *testing.T, runs []malformedRun) {
 
 // malformedSuites holds each kind's malformed table, specific and generic.
 var malformedSuites = map[string]func(testing.TB) []malformedRun{
+	"adyen":            adyenMalformedRuns,
 	"bitbucket":        bitbucketMalformedRuns,
 	"box":              boxMalformedRuns,
 	"calcom":           calcomMalformedRuns,

@@ -8,7 +8,7 @@ import (
 // TestOptionsRefusedWhereMeaningless checks every kind against the options
 // it does not use: each must be refused by New, never silently ignored.
 func TestOptionsRefusedWhereMeaningless(t *testing.T) {
-	noTimestamp := map[string]bool{"bitbucket": true, "calcom": true, "coinbasecommerce": true, "dropbox": true, "gitea": true, "github": true, "intercom": true, "jira": true, "meta": true, "okta": true, "pagerduty": true, "paystack": true, "postmark": true, "razorpay": true, "sentry": true, "shopify": true, "square": true, "twilio": true, "typeform": true, "vercel": true, "woocommerce": true, "xero": true}
+	noTimestamp := map[string]bool{"adyen": true, "bitbucket": true, "calcom": true, "coinbasecommerce": true, "dropbox": true, "gitea": true, "github": true, "intercom": true, "jira": true, "meta": true, "okta": true, "pagerduty": true, "paystack": true, "postmark": true, "razorpay": true, "sentry": true, "shopify": true, "square": true, "twilio": true, "typeform": true, "vercel": true, "woocommerce": true, "xero": true}
 	needsURL := map[string]string{
 		"square":  "https://hooks.example.com/webhooks/square",
 		"twilio":  "https://hooks.example.com/webhooks/twilio",

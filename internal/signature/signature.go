@@ -117,6 +117,15 @@ type Pinger interface {
 	Ping(r Request) (reply Reply, ok bool)
 }
 
+// Acknowledger is implemented by schemes whose provider requires a
+// particular answer to a delivery it counts as received (Adyen's
+// "[accepted]"). Ingest answers a delivery it stored, or found stored,
+// with Ack's body and content type and its own status (202 or 200); every
+// other answer (a refusal, a 5xx) is ingest's own.
+type Acknowledger interface {
+	Ack() Reply
+}
+
 // Splitter is implemented by schemes whose one delivery carries several
 // events (SendGrid, HubSpot): each becomes its own inbox event.
 type Splitter interface {
@@ -207,6 +216,7 @@ type constructor func(Options) (Scheme, error)
 // (its tests, malformed suite, benchmark, local source and sample, its
 // row in that page's table), each held by a test.
 var kinds = map[string]constructor{
+	"adyen":            func(o Options) (Scheme, error) { return NewAdyen(o) },
 	"bitbucket":        func(o Options) (Scheme, error) { return NewBitbucket(o) },
 	"box":              func(o Options) (Scheme, error) { return NewBox(o) },
 	"calcom":           func(o Options) (Scheme, error) { return NewCalcom(o) },
