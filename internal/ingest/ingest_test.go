@@ -446,7 +446,9 @@ func (ackScheme) Ack() signature.Reply {
 // refusal is still ingest's.
 func TestAcknowledger(t *testing.T) {
 	fs := &fakeScheme{
-		verify:    func(r signature.Request) error { return map[bool]error{true: nil, false: signature.ErrNoMatch}[string(r.Body) != "forged"] },
+		verify: func(r signature.Request) error {
+			return map[bool]error{true: nil, false: signature.ErrNoMatch}[string(r.Body) != "forged"]
+		},
 		handshake: func(signature.Request) (signature.Reply, bool, error) { return signature.Reply{}, false, nil },
 		split: func(signature.Request) ([]signature.Identity, error) {
 			return []signature.Identity{{ID: "e1", Type: "t"}}, nil
