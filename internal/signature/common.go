@@ -2,10 +2,12 @@ package signature
 
 import (
 	"bytes"
+	"crypto/ed25519"
 	"crypto/hmac"
 	"crypto/sha1"
 	"crypto/sha256"
 	"crypto/sha512"
+	"crypto/subtle"
 	"encoding/base64"
 	"errors"
 	"fmt"
@@ -476,9 +478,9 @@ func setHeader(r *Request, name, value string) {
 	r.Header.Set(name, value)
 }
 
-// headerMillis reads a header of unix milliseconds as hubspotTimestamp
-// does: ASCII digits, no leading zero (one instant, one spelling), at most
-// 16 digits. A missing header is ErrNotSigned's cause wrapped as malformed.
+// headerMillis reads a header of unix milliseconds (HubSpot's, Webflow's):
+// ASCII digits, no leading zero (the MAC covers the text as sent, so one
+// instant has one spelling), at most 16 digits (year 318857). A missing header is ErrNotSigned's cause wrapped as malformed.
 func headerMillis(h http.Header, name string) (string, time.Time, error) {
 	raw, err := header(h, name)
 	if err != nil {
@@ -496,4 +498,56 @@ func headerMillis(h http.Header, name string) (string, time.Time, error) {
 		ms = ms*10 + int64(c-'0')
 	}
 	return raw, time.UnixMilli(ms), nil
+}
+
+// matchCredential reports whether got, a credential sent in the clear (a
+// Basic password, a header value, a verify token), equals one of secrets:
+// the comparison is of SHA-256 digests in constant time, whatever the
+// lengths. ErrNoSecret when no secret is usable, ErrNoMatch otherwise.
+func matchCredential(got []byte, secrets [][]byte) error {
+	g := sha256.Sum256(got)
+	usable := false
+	for _, s := range secrets {
+		if len(s) == 0 {
+			continue
+		}
+		usable = true
+		want := sha256.Sum256(s)
+		if subtle.ConstantTimeCompare(g[:], want[:]) == 1 {
+			return nil
+		}
+	}
+	if !usable {
+		return ErrNoSecret
+	}
+	return ErrNoMatch
+}
+
+// isWord reports whether s is 1 to max bytes of [A-Za-z0-9_-]: the only
+// challenges echoed back unsigned (Dropbox's, Okta's), so that nothing
+// but an opaque word can be reflected.
+func isWord(s string, max int) bool {
+	if s == "" || len(s) > max {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		switch b := s[i]; {
+		case b >= 'a' && b <= 'z', b >= 'A' && b <= 'Z', b >= '0' && b <= '9', b == '-', b == '_':
+		default:
+			return false
+		}
+	}
+	return true
+}
+
+// ed25519Private is the signing key of the Ed25519 kinds' Signers: a
+// 64-byte private key or its 32-byte seed.
+func ed25519Private(kind string, key []byte) (ed25519.PrivateKey, error) {
+	switch len(key) {
+	case ed25519.PrivateKeySize:
+		return ed25519.PrivateKey(key), nil
+	case ed25519.SeedSize:
+		return ed25519.NewKeyFromSeed(key), nil
+	}
+	return nil, fmt.Errorf("%w: %s: key is %d bytes, want a 64-byte Ed25519 private key or a 32-byte seed", ErrNoSecret, kind, len(key))
 }

@@ -178,14 +178,9 @@ func (d *Discord) Handshake(r Request, secrets [][]byte) (Reply, bool, error) {
 // bytes) or its 32-byte seed; its public half, as hex, is the secret
 // Verify takes.
 func (d *Discord) Sign(r *Request, key []byte, now time.Time) error {
-	var priv ed25519.PrivateKey
-	switch len(key) {
-	case ed25519.PrivateKeySize:
-		priv = ed25519.PrivateKey(key)
-	case ed25519.SeedSize:
-		priv = ed25519.NewKeyFromSeed(key)
-	default:
-		return fmt.Errorf("%w: discord: key is %d bytes, want a 64-byte Ed25519 private key or a 32-byte seed", ErrNoSecret, len(key))
+	priv, err := ed25519Private("discord", key)
+	if err != nil {
+		return err
 	}
 	ts, err := formatCanonicalUnix(now)
 	if err != nil {

@@ -97,15 +97,8 @@ func (d *Dropbox) Subscribe(r Request, tokens [][]byte) (Reply, error) {
 		return Reply{}, fmt.Errorf("%w: dropbox: query: %v", ErrMalformedHeader, err)
 	}
 	c := q[DropboxChallengeParam]
-	if len(c) != 1 || c[0] == "" || len(c[0]) > DropboxMaxChallenge {
-		return Reply{}, fmt.Errorf("%w: dropbox: want one %s of 1 to %d bytes", ErrMalformedHeader, DropboxChallengeParam, DropboxMaxChallenge)
-	}
-	for i := 0; i < len(c[0]); i++ {
-		switch b := c[0][i]; {
-		case b >= 'a' && b <= 'z', b >= 'A' && b <= 'Z', b >= '0' && b <= '9', b == '-', b == '_':
-		default:
-			return Reply{}, fmt.Errorf("%w: dropbox: %s is not a word of [A-Za-z0-9_-]", ErrMalformedHeader, DropboxChallengeParam)
-		}
+	if len(c) != 1 || !isWord(c[0], DropboxMaxChallenge) {
+		return Reply{}, fmt.Errorf("%w: dropbox: want one %s, a word of [A-Za-z0-9_-] of 1 to %d bytes", ErrMalformedHeader, DropboxChallengeParam, DropboxMaxChallenge)
 	}
 	return Reply{Status: http.StatusOK, ContentType: "text/plain", Body: []byte(c[0])}, nil
 }

@@ -96,22 +96,7 @@ func (s *HubSpot) Verify(r Request, secrets [][]byte, now time.Time) error {
 // leading zero (the MAC covers the text as sent, so one instant has one
 // spelling), at most 16 digits (year 318857; anything longer is noise).
 func hubspotTimestamp(h http.Header) (string, time.Time, error) {
-	raw, err := header(h, hubspotTSKey)
-	if err != nil {
-		return "", time.Time{}, fmt.Errorf("%w: %s: %v", ErrMalformedHeader, HubSpotTimestampHeader, err)
-	}
-	if len(raw) == 0 || len(raw) > 16 || len(raw) > 1 && raw[0] == '0' {
-		return "", time.Time{}, fmt.Errorf("%w: %s is not unix milliseconds", ErrMalformedHeader, HubSpotTimestampHeader)
-	}
-	var ms int64
-	for i := 0; i < len(raw); i++ {
-		c := raw[i]
-		if c < '0' || c > '9' {
-			return "", time.Time{}, fmt.Errorf("%w: %s is not unix milliseconds", ErrMalformedHeader, HubSpotTimestampHeader)
-		}
-		ms = ms*10 + int64(c-'0')
-	}
-	return raw, time.UnixMilli(ms), nil
+	return headerMillis(h, hubspotTSKey)
 }
 
 // mac writes method, URI, body and timestamp into the MAC in order.

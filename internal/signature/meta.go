@@ -3,8 +3,8 @@ package signature
 import (
 	"crypto/sha1"
 	"crypto/sha256"
-	"crypto/subtle"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -126,18 +126,13 @@ func (m *Meta) Subscribe(r Request, tokens [][]byte) (Reply, error) {
 	if mode != "subscribe" {
 		return Reply{}, fmt.Errorf("%w: meta: %s is %q, want subscribe", ErrNoMatch, MetaModeParam, mode)
 	}
-	tokens = usable(tokens)
-	if len(tokens) == 0 {
-		return Reply{}, ErrNoSecret
+	switch err := matchCredential([]byte(token), tokens); {
+	case errors.Is(err, ErrNoMatch):
+		return Reply{}, fmt.Errorf("%w: meta: %s", ErrNoMatch, MetaVerifyTokenParam)
+	case err != nil:
+		return Reply{}, err
 	}
-	got := sha256.Sum256([]byte(token))
-	for _, t := range tokens {
-		want := sha256.Sum256(t)
-		if subtle.ConstantTimeCompare(got[:], want[:]) == 1 {
-			return Reply{Status: http.StatusOK, ContentType: "text/plain", Body: []byte(challenge[0])}, nil
-		}
-	}
-	return Reply{}, fmt.Errorf("%w: meta: %s", ErrNoMatch, MetaVerifyTokenParam)
+	return Reply{Status: http.StatusOK, ContentType: "text/plain", Body: []byte(challenge[0])}, nil
 }
 
 // metaChallenge checks the challenge before it is echoed: Meta sends

@@ -1,8 +1,6 @@
 package signature
 
 import (
-	"crypto/sha256"
-	"crypto/subtle"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -56,22 +54,7 @@ func (k *Okta) Verify(r Request, secrets [][]byte, now time.Time) error {
 	if err != nil {
 		return err
 	}
-	got := sha256.Sum256([]byte(h))
-	usable := false
-	for _, s := range secrets {
-		if len(s) == 0 {
-			continue
-		}
-		usable = true
-		want := sha256.Sum256(s)
-		if subtle.ConstantTimeCompare(got[:], want[:]) == 1 {
-			return nil
-		}
-	}
-	if !usable {
-		return ErrNoSecret
-	}
-	return ErrNoMatch
+	return matchCredential([]byte(h), secrets)
 }
 
 // Subscribe implements Subscriber: the one-time verification GET is
@@ -83,15 +66,8 @@ func (k *Okta) Subscribe(r Request, tokens [][]byte) (Reply, error) {
 		return Reply{}, fmt.Errorf("%w: okta: verification is a GET, got %q", ErrNotSigned, r.Method)
 	}
 	vs := hvalues(r.Header, OktaChallengeHeader)
-	if len(vs) != 1 || vs[0] == "" || len(vs[0]) > OktaMaxChallenge {
-		return Reply{}, fmt.Errorf("%w: okta: want one %s of 1 to %d bytes", ErrMalformedHeader, OktaChallengeHeader, OktaMaxChallenge)
-	}
-	for i := 0; i < len(vs[0]); i++ {
-		switch b := vs[0][i]; {
-		case b >= 'a' && b <= 'z', b >= 'A' && b <= 'Z', b >= '0' && b <= '9', b == '-', b == '_':
-		default:
-			return Reply{}, fmt.Errorf("%w: okta: the challenge is not a word of [A-Za-z0-9_-]", ErrMalformedHeader)
-		}
+	if len(vs) != 1 || !isWord(vs[0], OktaMaxChallenge) {
+		return Reply{}, fmt.Errorf("%w: okta: want one %s, a word of [A-Za-z0-9_-] of 1 to %d bytes", ErrMalformedHeader, OktaChallengeHeader, OktaMaxChallenge)
 	}
 	body, err := json.Marshal(map[string]string{"verification": vs[0]})
 	if err != nil {

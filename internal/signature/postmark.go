@@ -2,7 +2,6 @@ package signature
 
 import (
 	"crypto/sha256"
-	"crypto/subtle"
 	"encoding/base64"
 	"encoding/hex"
 	"fmt"
@@ -56,22 +55,7 @@ func (p *Postmark) Verify(r Request, secrets [][]byte, now time.Time) error {
 	if err != nil || !strings.Contains(string(creds), ":") {
 		return fmt.Errorf("%w: Authorization is not base64 of user:password", ErrMalformedHeader)
 	}
-	got := sha256.Sum256(creds)
-	usable := false
-	for _, s := range secrets {
-		if len(s) == 0 {
-			continue
-		}
-		usable = true
-		want := sha256.Sum256(s)
-		if subtle.ConstantTimeCompare(got[:], want[:]) == 1 {
-			return nil
-		}
-	}
-	if !usable {
-		return ErrNoSecret
-	}
-	return ErrNoMatch
+	return matchCredential(creds, secrets)
 }
 
 var postmarkFields = []string{"RecordType"}

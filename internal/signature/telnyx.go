@@ -120,14 +120,9 @@ func (t *Telnyx) Identify(r Request) (Identity, error) {
 // Sign implements Signer: key is the Ed25519 private key (64 bytes) or its
 // 32-byte seed whose public half, base64, is the configured secret.
 func (t *Telnyx) Sign(r *Request, key []byte, now time.Time) error {
-	var priv ed25519.PrivateKey
-	switch len(key) {
-	case ed25519.PrivateKeySize:
-		priv = ed25519.PrivateKey(key)
-	case ed25519.SeedSize:
-		priv = ed25519.NewKeyFromSeed(key)
-	default:
-		return fmt.Errorf("%w: telnyx: key is %d bytes, want a 64-byte Ed25519 private key or a 32-byte seed", ErrNoSecret, len(key))
+	priv, err := ed25519Private("telnyx", key)
+	if err != nil {
+		return err
 	}
 	ts, err := formatCanonicalUnix(now)
 	if err != nil {

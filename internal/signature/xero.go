@@ -45,21 +45,7 @@ func NewXero(o Options) (*Xero, error) {
 
 // Verify implements Scheme. now is unused.
 func (x *Xero) Verify(r Request, secrets [][]byte, now time.Time) error {
-	h, err := header(r.Header, XeroSignatureHeader)
-	if err != nil {
-		return err
-	}
-	var (
-		src  [44]byte
-		want [sha256.Size + 1]byte
-	)
-	if len(h) != len(src) {
-		return fmt.Errorf("%w: %s is not base64 of 32 bytes", ErrMalformedHeader, XeroSignatureHeader)
-	}
-	if n, err := shopifyB64.Decode(want[:], src[:copy(src[:], h)]); err != nil || n != sha256.Size {
-		return fmt.Errorf("%w: %s is not base64 of 32 bytes", ErrMalformedHeader, XeroSignatureHeader)
-	}
-	return matchSHA256(secrets, [][sha256.Size]byte{[sha256.Size]byte(want[:sha256.Size])}, r.Body)
+	return base64BodyVerify(r.Header, XeroSignatureHeader, "", sha256.New, sha256.Size, r.Body, secrets)
 }
 
 var (
