@@ -153,16 +153,6 @@ func hasUsable(secrets [][]byte) bool {
 	return false
 }
 
-// usable drops empty secrets: an empty HMAC key is a key anyone can use.
-func usable(secrets [][]byte) [][]byte {
-	out := secrets[:0:0]
-	for _, s := range secrets {
-		if len(s) > 0 {
-			out = append(out, s)
-		}
-	}
-	return out
-}
 
 // matchAny reports whether mac(secret) equals any candidate for any secret,
 // comparing in constant time. mac is called once per secret.
