@@ -153,7 +153,6 @@ func hasUsable(secrets [][]byte) bool {
 	return false
 }
 
-
 // matchAny reports whether mac(secret) equals any candidate for any secret,
 // comparing in constant time. mac is called once per secret.
 func matchAny(secrets [][]byte, candidates [][]byte, mac func(secret []byte) []byte) error {
