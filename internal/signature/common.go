@@ -2,18 +2,23 @@ package signature
 
 import (
 	"bytes"
+	"crypto"
 	"crypto/ed25519"
 	"crypto/hmac"
+	"crypto/rsa"
 	"crypto/sha1"
 	"crypto/sha256"
 	"crypto/sha512"
 	"crypto/subtle"
+	"crypto/x509"
 	"encoding/base64"
+	"encoding/pem"
 	"errors"
 	"fmt"
 	"hash"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -539,4 +544,104 @@ func ed25519Private(kind string, key []byte) (ed25519.PrivateKey, error) {
 		return ed25519.NewKeyFromSeed(key), nil
 	}
 	return nil, fmt.Errorf("%w: %s: key is %d bytes, want a 64-byte Ed25519 private key or a 32-byte seed", ErrNoSecret, kind, len(key))
+}
+
+// minRSABits is the smallest RSA modulus a signing certificate may have.
+const minRSABits = 2048
+
+// maxRSASignature bounds a decoded RSA signature: a 8192-bit key's.
+const maxRSASignature = 1024
+
+// verifyCertRSA checks sig, an RSASSA-PKCS1-v1_5 signature of digest
+// (made with hash h), against cert's key. The certificate must have been
+// fetched (ErrUntrustedCertificate otherwise), be valid at now, and hold
+// an RSA key of at least minRSABits (ErrUntrustedCertificate otherwise); a
+// signature it does not verify is ErrNoMatch.
+func verifyCertRSA(cert *x509.Certificate, now time.Time, h crypto.Hash, digest, sig []byte) error {
+	switch {
+	case cert == nil:
+		return fmt.Errorf("%w: no certificate was fetched", ErrUntrustedCertificate)
+	case now.Before(cert.NotBefore), now.After(cert.NotAfter):
+		return fmt.Errorf("%w: certificate valid from %s to %s only", ErrUntrustedCertificate, cert.NotBefore.UTC().Format(time.RFC3339), cert.NotAfter.UTC().Format(time.RFC3339))
+	}
+	key, ok := cert.PublicKey.(*rsa.PublicKey)
+	if !ok {
+		return fmt.Errorf("%w: certificate key is not RSA", ErrUntrustedCertificate)
+	}
+	if key.N.BitLen() < minRSABits {
+		return fmt.Errorf("%w: certificate key has %d bits", ErrUntrustedCertificate, key.N.BitLen())
+	}
+	if rsa.VerifyPKCS1v15(key, h, digest, sig) != nil {
+		return ErrNoMatch
+	}
+	return nil
+}
+
+// decodeRSASignature decodes a standard, padded base64 RSA signature
+// (strictly, so one signature has one encoding) of at most
+// maxRSASignature bytes.
+func decodeRSASignature(s string) ([]byte, bool) {
+	if s == "" || len(s) > base64.StdEncoding.EncodedLen(maxRSASignature) {
+		return nil, false
+	}
+	b, err := base64.StdEncoding.Strict().DecodeString(s)
+	return b, err == nil && len(b) > 0
+}
+
+// providerURL parses raw, a URL a delivery names for its certificate or a
+// confirmation, as the allow-list of a provider accepts it: https, one of
+// hosts exactly (lower case, no port), no user info or fragment, a
+// query only when query is set, and written in the one form url.URL gives
+// it back, so that what was checked is what is fetched. Any other URL is
+// ErrUntrustedCertificate.
+func providerURL(raw string, hosts []string, query bool) (*url.URL, error) {
+	refuse := func(why string) (*url.URL, error) {
+		return nil, fmt.Errorf("%w: URL %s", ErrUntrustedCertificate, why)
+	}
+	if len(raw) > maxHeader {
+		return refuse("too long")
+	}
+	for i := 0; i < len(raw); i++ {
+		if c := raw[i]; c <= ' ' || c >= 0x7f || c == '\\' || c == '#' || c == '@' {
+			return refuse("has a character no provider URL has")
+		}
+	}
+	u, err := url.Parse(raw)
+	switch {
+	case err != nil:
+		return refuse("does not parse")
+	case u.Scheme != "https":
+		return refuse("is not https")
+	case !slices.Contains(hosts, u.Host):
+		return refuse("is not on the provider's hosts")
+	case u.User != nil || u.Opaque != "" || u.Fragment != "":
+		return refuse("has user info or a fragment")
+	case !query && (u.RawQuery != "" || u.ForceQuery):
+		return refuse("has a query")
+	case strings.Contains(u.EscapedPath(), "%"):
+		return refuse("has an escape in its path")
+	case u.String() != raw:
+		return refuse("is not in canonical form")
+	}
+	return u, nil
+}
+
+// rsaPrivate decodes a PEM RSA private key, PKCS #1 or #8.
+func rsaPrivate(kind string, key []byte) (*rsa.PrivateKey, error) {
+	block, _ := pem.Decode(key)
+	if block == nil {
+		return nil, fmt.Errorf("%w: %s: the signing key is not PEM", ErrNoSecret, kind)
+	}
+	if k, err := x509.ParsePKCS1PrivateKey(block.Bytes); err == nil {
+		return k, nil
+	}
+	k, err := x509.ParsePKCS8PrivateKey(block.Bytes)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %s: signing key: %v", ErrNoSecret, kind, err)
+	}
+	rk, ok := k.(*rsa.PrivateKey)
+	if !ok {
+		return nil, fmt.Errorf("%w: %s: the signing key is not RSA", ErrNoSecret, kind)
+	}
+	return rk, nil
 }

@@ -146,7 +146,7 @@ func orSecrets(secrets, def [][]byte) [][]byte {
 // Verify: causes, tables and the checks every scheme shares.
 
 // errSentinels are the causes Verify may return.
-var errSentinels = []error{ErrNotSigned, ErrMalformedHeader, ErrTooOld, ErrTooNew, ErrNoMatch, ErrNoSecret}
+var errSentinels = []error{ErrNotSigned, ErrMalformedHeader, ErrTooOld, ErrTooNew, ErrNoMatch, ErrNoSecret, ErrUntrustedCertificate}
 
 // checkErr reports whether err matches want: nil for nil, errors.Is otherwise.
 func checkErr(tb testing.TB, err, want error) {
@@ -558,9 +558,10 @@ func benchRun(b *testing.B, name string, n int, op func(b *testing.B)) {
 // benchScheme checks that s accepts and identifies r, then runs the
 // sub-benchmarks bareName (bare is one run of the scheme's bare primitive
 // over the same bytes, the floor), "verify" and "verify+identify", each over
-// len(r.Body) bytes. "verify+identify" times what ingest does after Verify:
-// Handshake when the scheme has one (r must not be a handshake), then Split
-// for a Splitter, else Identify. infra/bench parses these names.
+// len(r.Body) bytes. "verify+identify" times what ingest does besides
+// Verify: CertificateURL for a Certified scheme (r.Certificate stands for
+// the warm cache), Handshake or Confirmation when the scheme has one (r
+// must be neither), then Split for a Splitter, else Identify. infra/bench parses these names.
 func benchScheme(b *testing.B, s Scheme, r Request, secrets [][]byte, now time.Time, bareName string, bare func(b *testing.B)) {
 	b.Helper()
 	identify := func() error {
@@ -571,6 +572,26 @@ func benchScheme(b *testing.B, s Scheme, r Request, secrets [][]byte, now time.T
 		identify = func() error {
 			_, err := sp.Split(r)
 			return err
+		}
+	}
+	if c, ok := s.(Confirmer); ok {
+		next := identify
+		identify = func() error {
+			if _, _, isConfirmation, err := c.Confirmation(r); err != nil || isConfirmation {
+				return fmt.Errorf("Confirmation: %v, confirmation %v; want an ordinary event", err, isConfirmation)
+			}
+			return next()
+		}
+	}
+	if c, ok := s.(Certified); ok {
+		// Ingest reads the certificate's URL before anything else (the
+		// certificate itself comes from its warm cache).
+		next := identify
+		identify = func() error {
+			if _, err := c.CertificateURL(r); err != nil {
+				return err
+			}
+			return next()
 		}
 	}
 	if hs, ok := s.(Handshaker); ok {

@@ -646,3 +646,60 @@ func jsonObjects(body []byte, keys []string, fields [][]byte, each func(elem []b
 		}
 	}
 }
+
+// jsonMembers validates body as one JSON object and calls each with every
+// top-level member's key (unquoted) and raw value, in order, duplicates
+// included. An error from each stops the scan and is returned.
+func jsonMembers(body []byte, each func(key string, raw []byte) error) error {
+	i := wsAt(body, 0)
+	if i >= len(body) || body[i] != '{' {
+		return errJSON
+	}
+	i = wsAt(body, i+1)
+	if i < len(body) && body[i] == '}' {
+		if wsAt(body, i+1) != len(body) {
+			return errJSON
+		}
+		return nil
+	}
+	for {
+		if i >= len(body) || body[i] != '"' {
+			return errJSON
+		}
+		j, _, err := strAt(body, i)
+		if err != nil {
+			return err
+		}
+		key, ok := unquote(body[i+1 : j-1])
+		if !ok {
+			return errJSON
+		}
+		i = wsAt(body, j)
+		if i >= len(body) || body[i] != ':' {
+			return errJSON
+		}
+		i = wsAt(body, i+1)
+		vstart := i
+		if i, err = valueAt(body, i, 0); err != nil {
+			return err
+		}
+		if err := each(key, body[vstart:i]); err != nil {
+			return err
+		}
+		i = wsAt(body, i)
+		if i >= len(body) {
+			return errJSON
+		}
+		switch body[i] {
+		case ',':
+			i = wsAt(body, i+1)
+		case '}':
+			if wsAt(body, i+1) != len(body) {
+				return errJSON
+			}
+			return nil
+		default:
+			return errJSON
+		}
+	}
+}

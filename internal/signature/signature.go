@@ -9,6 +9,7 @@
 package signature
 
 import (
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"net/http"
@@ -32,6 +33,11 @@ var (
 	ErrNoMatch = errors.New("signature: no signature matches")
 	// ErrNoSecret means the source has no usable signing secret configured.
 	ErrNoSecret = errors.New("signature: no signing secret configured")
+	// ErrUntrustedCertificate means the delivery names a signing
+	// certificate at a URL its scheme does not trust, or the certificate
+	// there cannot sign it (expired, not RSA, too weak); nothing is fetched
+	// from a refused URL.
+	ErrUntrustedCertificate = errors.New("signature: untrusted signing certificate")
 )
 
 // ErrInvalidPayload is returned by Identify when a verified body lacks the
@@ -62,6 +68,9 @@ type Request struct {
 	// between two real events (Dropbox's), where a retry stored twice is
 	// the lesser harm than two events merged into one.
 	DeliveryID string
+	// Certificate is the certificate a Certified scheme's CertificateURL
+	// named, fetched by the caller; nil for every other scheme.
+	Certificate *x509.Certificate
 }
 
 // Identity is what a provider says about an event: its id (the dedupe key),
@@ -115,6 +124,31 @@ type Subscriber interface {
 // nor answered with anything but an empty 200, without a signature.
 type Pinger interface {
 	Ping(r Request) (reply Reply, ok bool)
+}
+
+// Certified is implemented by schemes whose provider signs with the
+// private key of a certificate that the delivery names by URL (SNS's
+// SigningCertURL, PayPal's Paypal-Cert-Url). The caller asks for the URL
+// before Verify, fetches the certificate there (over HTTPS, bounded by
+// its deadline, cached) and passes it to Verify in Request.Certificate.
+type Certified interface {
+	// CertificateURL returns the URL of the certificate r says signed it,
+	// once the scheme's allow-list accepted it: https, the provider's own
+	// hosts and paths, no user info, port, query or fragment. A request
+	// naming none is ErrNotSigned; a URL the allow-list refuses is
+	// ErrUntrustedCertificate (both wrapped), and is never fetched.
+	CertificateURL(r Request) (string, error)
+}
+
+// Confirmer is implemented by schemes whose provider confirms a
+// subscription by having the receiver fetch a URL that a signed delivery
+// carries (SNS's SubscribeURL).
+type Confirmer interface {
+	// Confirmation is called only after Verify accepted r. ok reports
+	// whether r asks for a confirmation: the caller then GETs url (which
+	// the scheme checked against its allow-list) and answers reply once
+	// that succeeded, storing nothing.
+	Confirmation(r Request) (url string, reply Reply, ok bool, err error)
 }
 
 // Acknowledger is implemented by schemes whose provider requires a
@@ -237,6 +271,7 @@ var kinds = map[string]constructor{
 	"okta":             func(o Options) (Scheme, error) { return NewOkta(o) },
 	"paddle":           func(o Options) (Scheme, error) { return NewPaddle(o) },
 	"pagerduty":        func(o Options) (Scheme, error) { return NewPagerDuty(o) },
+	"paypal": func(o Options) (Scheme, error) { return NewPayPal(o) },
 	"paystack":         func(o Options) (Scheme, error) { return NewPaystack(o) },
 	"postmark":         func(o Options) (Scheme, error) { return NewPostmark(o) },
 	"razorpay":         func(o Options) (Scheme, error) { return NewRazorpay(o) },
@@ -244,6 +279,7 @@ var kinds = map[string]constructor{
 	"sentry":           func(o Options) (Scheme, error) { return NewSentry(o) },
 	"shopify":          func(o Options) (Scheme, error) { return NewShopify(o) },
 	"slack":            func(o Options) (Scheme, error) { return NewSlack(o) },
+	"sns": func(o Options) (Scheme, error) { return NewSNS(o) },
 	"square":           func(o Options) (Scheme, error) { return NewSquare(o) },
 	"standardwebhooks": func(o Options) (Scheme, error) { return NewStandardWebhooks(o) },
 	"stripe":           func(o Options) (Scheme, error) { return NewStripe(o) },

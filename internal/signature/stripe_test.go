@@ -244,7 +244,7 @@ func TestNew(t *testing.T) {
 		{"stripe, custom tolerance", "stripe", Options{Tolerance: time.Minute}, false},
 		{"stripe, negative tolerance", "stripe", Options{Tolerance: -time.Second}, true},
 		{"stripe, negative 1ns tolerance", "stripe", Options{Tolerance: -1}, true},
-		{"unknown kind", "paypal", Options{}, true},
+		{"unknown kind", "ebay", Options{}, true},
 		{"empty kind", "", Options{}, true},
 		{"kind is case-sensitive", "Stripe", Options{}, true},
 	}

@@ -1,0 +1,414 @@
+package signature
+
+import (
+	"crypto"
+	"crypto/rand"
+	"crypto/rsa"
+	"crypto/sha1"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+)
+
+// SNS's message types, the body's "Type".
+const (
+	SNSNotification             = "Notification"
+	SNSSubscriptionConfirmation = "SubscriptionConfirmation"
+	SNSUnsubscribeConfirmation  = "UnsubscribeConfirmation"
+)
+
+// SNSDefaultTolerance is the age an SNS message's Timestamp may have. SNS
+// signs the time it published the message, and a retry to an HTTP/S
+// endpoint carries the same Timestamp and signature; a delivery policy
+// may retry for up to an hour (AWS's bound on an HTTP/S policy's total
+// time), so a shorter window would refuse, and lose, late retries. A
+// replay within the hour is the stored MessageId, a duplicate.
+const SNSDefaultTolerance = time.Hour
+
+// snsMaxSkew bounds how far in the future a Timestamp may be.
+const snsMaxSkew = DefaultTolerance
+
+// snsKeys are the members of an SNS HTTP/S message, in jsonMembers'
+// index order.
+var snsKeys = [...]string{
+	"Type", "MessageId", "Token", "TopicArn", "Subject", "Message", "SubscribeURL",
+	"UnsubscribeURL", "Timestamp", "SignatureVersion", "Signature", "SigningCertURL",
+	"MessageAttributes",
+}
+
+const (
+	snsType = iota
+	snsMessageID
+	snsToken
+	snsTopicArn
+	snsSubject
+	snsMessage
+	snsSubscribeURL
+	snsUnsubscribeURL
+	snsTimestamp
+	snsSignatureVersion
+	snsSignature
+	snsSigningCertURL
+	snsMessageAttributes
+)
+
+// snsMsg is an SNS message's string members (unquoted), as read by
+// snsParse.
+type snsMsg struct {
+	f          [len(snsKeys)]string
+	hasSubject bool
+	host       string // the SNS endpoint of the topic's region
+}
+
+// SNS verifies Amazon SNS HTTP/S subscriptions. SNS signs a canonical
+// string of the message's members (not the body's bytes) with the private
+// key of a certificate it names in SigningCertURL: RSA with SHA1 for
+// SignatureVersion 1, SHA256 for 2. The certificate is trusted only at
+// https://sns.<the topic's region>.amazonaws.com[.cn]/SimpleNotificationService-….pem,
+// fetched over TLS by the caller (see Certified).
+//
+// The secrets are the topic ARNs the endpoint accepts: anyone can create a
+// topic, subscribe the endpoint and have SNS sign for it, so a valid
+// signature alone proves only that SNS sent the message. The Timestamp
+// must be at most the tolerance old (an hour by default, see
+// SNSDefaultTolerance) and at most 5 minutes ahead.
+//
+// The message's members, not its bytes, are what is signed, so a body
+// another parser could read differently is refused: a member twice, or a
+// member whose name differs from one of SNS's only in case (encoding/json
+// would take "message" for "Message"). MessageAttributes are not signed
+// by SNS; a handler must not trust them. Raw message delivery sends no
+// signature and is refused.
+type SNS struct {
+	tolerance time.Duration
+}
+
+var (
+	_ Scheme    = (*SNS)(nil)
+	_ Certified = (*SNS)(nil)
+	_ Confirmer = (*SNS)(nil)
+	_ Signer    = (*SNS)(nil)
+)
+
+// NewSNS returns the SNS scheme. Setting o.URL or o.HMAC is an error.
+func NewSNS(o Options) (*SNS, error) {
+	if err := checkOptions("sns", o, usesTolerance); err != nil {
+		return nil, err
+	}
+	return &SNS{tolerance: toleranceOr(o, SNSDefaultTolerance)}, nil
+}
+
+// snsParse reads body as an SNS message: a JSON object whose SNS members
+// are strings (Subject may be null, MessageAttributes an object), each at
+// most once and none in another case, with the members its Type requires.
+// A message without a Signature is ErrNotSigned; anything else wrong is
+// ErrMalformedHeader.
+func snsParse(body []byte) (snsMsg, error) {
+	var m snsMsg
+	var seen [len(snsKeys)]bool
+	err := jsonMembers(body, func(key string, raw []byte) error {
+		for n, k := range snsKeys {
+			if key != k {
+				if strings.EqualFold(key, k) {
+					return fmt.Errorf("member %q beside SNS's %q", key, k)
+				}
+				continue
+			}
+			if seen[n] {
+				return fmt.Errorf("member %q twice", k)
+			}
+			seen[n] = true
+			switch {
+			case n == snsMessageAttributes:
+				if raw[0] != '{' {
+					return errors.New("MessageAttributes is not an object")
+				}
+			case n == snsSubject && string(raw) == "null":
+			default:
+				s, ok := jsonString(raw)
+				if !ok {
+					return fmt.Errorf("%s is not a string", k)
+				}
+				m.f[n] = s
+				m.hasSubject = m.hasSubject || n == snsSubject
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		if errors.Is(err, errJSON) {
+			return m, fmt.Errorf("%w: sns: body is not a JSON object", ErrMalformedHeader)
+		}
+		return m, fmt.Errorf("%w: sns: %v", ErrMalformedHeader, err)
+	}
+	if m.f[snsSignature] == "" {
+		return m, fmt.Errorf("%w: sns: no Signature (raw message delivery is unsigned)", ErrNotSigned)
+	}
+	need := []int{snsMessageID, snsTopicArn, snsMessage, snsTimestamp, snsSignatureVersion, snsSigningCertURL}
+	switch m.f[snsType] {
+	case SNSNotification:
+	case SNSSubscriptionConfirmation, SNSUnsubscribeConfirmation:
+		need = append(need, snsToken, snsSubscribeURL)
+	default:
+		return m, fmt.Errorf("%w: sns: Type %q", ErrMalformedHeader, clip(m.f[snsType]))
+	}
+	for _, n := range need {
+		if !seen[n] {
+			return m, fmt.Errorf("%w: sns: %s message without %s", ErrMalformedHeader, m.f[snsType], snsKeys[n])
+		}
+	}
+	host, err := snsHost(m.f[snsTopicArn])
+	if err != nil {
+		return m, err
+	}
+	m.host = host
+	return m, nil
+}
+
+// snsHost is the SNS endpoint of a topic's region, from its ARN
+// (arn:<partition>:sns:<region>:<account>:<name>): sns.<region>.amazonaws.com,
+// or amazonaws.com.cn in the China partition.
+func snsHost(arn string) (string, error) {
+	parts := strings.SplitN(arn, ":", 6)
+	if len(parts) != 6 || parts[0] != "arn" || parts[2] != "sns" || !isWord(parts[3], 32) || parts[3] != strings.ToLower(parts[3]) || strings.Contains(parts[3], "_") {
+		return "", fmt.Errorf("%w: sns: TopicArn %q", ErrMalformedHeader, clip(arn))
+	}
+	switch parts[1] {
+	case "aws", "aws-us-gov":
+		return "sns." + parts[3] + ".amazonaws.com", nil
+	case "aws-cn":
+		return "sns." + parts[3] + ".amazonaws.com.cn", nil
+	}
+	return "", fmt.Errorf("%w: sns: TopicArn in partition %q", ErrUntrustedCertificate, clip(parts[1]))
+}
+
+// clip shortens a value quoted in an error.
+func clip(s string) string {
+	if len(s) > 64 {
+		return s[:64] + "…"
+	}
+	return s
+}
+
+// snsCertURL checks m's SigningCertURL against the allow-list: https, its
+// topic's regional SNS host, a path /SimpleNotificationService-<name>.pem.
+func snsCertURL(m snsMsg) (string, error) {
+	raw := m.f[snsSigningCertURL]
+	u, err := providerURL(raw, []string{m.host}, false)
+	if err != nil {
+		return "", fmt.Errorf("sns: SigningCertURL: %w", err)
+	}
+	name, ok := strings.CutPrefix(u.Path, "/SimpleNotificationService-")
+	if name, ok = strings.CutSuffix(name, ".pem"); !ok || !isWord(name, 128) {
+		return "", fmt.Errorf("%w: sns: SigningCertURL path %q", ErrUntrustedCertificate, clip(u.Path))
+	}
+	return raw, nil
+}
+
+// CertificateURL implements Certified.
+func (s *SNS) CertificateURL(r Request) (string, error) {
+	m, err := snsParse(r.Body)
+	if err != nil {
+		return "", err
+	}
+	return snsCertURL(m)
+}
+
+// snsSigned is the string SNS signs: the members of the message's type,
+// each as "<name>\n<value>\n", in byte order of their names; a
+// notification's Subject only when it has one.
+func snsSigned(m snsMsg) []byte {
+	var names []int
+	if m.f[snsType] == SNSNotification {
+		names = []int{snsMessage, snsMessageID, snsSubject, snsTimestamp, snsTopicArn, snsType}
+	} else {
+		names = []int{snsMessage, snsMessageID, snsSubscribeURL, snsTimestamp, snsToken, snsTopicArn, snsType}
+	}
+	var b []byte
+	for _, n := range names {
+		if n == snsSubject && !m.hasSubject {
+			continue
+		}
+		b = append(append(append(append(b, snsKeys[n]...), '\n'), m.f[n]...), '\n')
+	}
+	return b
+}
+
+// snsDigest hashes the signed string for the message's SignatureVersion.
+func snsDigest(m snsMsg) (crypto.Hash, []byte, error) {
+	signed := snsSigned(m)
+	switch m.f[snsSignatureVersion] {
+	case "1":
+		d := sha1.Sum(signed)
+		return crypto.SHA1, d[:], nil
+	case "2":
+		d := sha256.Sum256(signed)
+		return crypto.SHA256, d[:], nil
+	}
+	return 0, nil, fmt.Errorf("%w: sns: SignatureVersion %q", ErrMalformedHeader, clip(m.f[snsSignatureVersion]))
+}
+
+// Verify implements Scheme: r.Certificate must be the one CertificateURL
+// named.
+func (s *SNS) Verify(r Request, secrets [][]byte, now time.Time) error {
+	m, err := snsParse(r.Body)
+	if err != nil {
+		return err
+	}
+	if _, err := snsCertURL(m); err != nil {
+		return err
+	}
+	sig, ok := decodeRSASignature(m.f[snsSignature])
+	if !ok {
+		return fmt.Errorf("%w: sns: Signature is not base64", ErrMalformedHeader)
+	}
+	h, digest, err := snsDigest(m)
+	if err != nil {
+		return err
+	}
+	ts, err := time.Parse(time.RFC3339Nano, m.f[snsTimestamp])
+	if err != nil {
+		return fmt.Errorf("%w: sns: Timestamp: %v", ErrMalformedHeader, err)
+	}
+	if now.Sub(ts) > s.tolerance {
+		return ErrTooOld
+	}
+	if ts.Sub(now) > snsMaxSkew {
+		return ErrTooNew
+	}
+	if err := matchCredential([]byte(m.f[snsTopicArn]), secrets); err != nil {
+		if errors.Is(err, ErrNoMatch) {
+			return fmt.Errorf("%w: sns: topic %s is not one the endpoint accepts", ErrNoMatch, clip(m.f[snsTopicArn]))
+		}
+		return err
+	}
+	return verifyCertRSA(r.Certificate, now, h, digest, sig)
+}
+
+// Identify implements Scheme. ID is the MessageId, kept on every retry;
+// Type is the message's Type ("Notification", "UnsubscribeConfirmation");
+// Created is its Timestamp; the topic is kept as the attribute topic_arn.
+func (s *SNS) Identify(r Request) (Identity, error) {
+	m, err := snsParse(r.Body)
+	if err != nil {
+		return Identity{}, fmt.Errorf("%w: %v", ErrInvalidPayload, err)
+	}
+	if !validID(m.f[snsMessageID]) {
+		return Identity{}, fmt.Errorf("%w: sns: unusable MessageId", ErrInvalidPayload)
+	}
+	created, err := time.Parse(time.RFC3339Nano, m.f[snsTimestamp])
+	if err != nil {
+		return Identity{}, fmt.Errorf("%w: sns: Timestamp: %v", ErrInvalidPayload, err)
+	}
+	return Identity{
+		ID:         m.f[snsMessageID],
+		Type:       m.f[snsType],
+		Created:    created,
+		Attributes: map[string]string{"topic_arn": m.f[snsTopicArn]},
+	}, nil
+}
+
+// Confirmation implements Confirmer: a SubscriptionConfirmation is
+// confirmed by a GET of its SubscribeURL, which must be the topic's
+// regional SNS endpoint asking to ConfirmSubscription of this topic with
+// this token. An UnsubscribeConfirmation is an event like a notification
+// (its SubscribeURL would subscribe the endpoint again, and is not
+// visited).
+func (s *SNS) Confirmation(r Request) (string, Reply, bool, error) {
+	m, err := snsParse(r.Body)
+	if err != nil || m.f[snsType] != SNSSubscriptionConfirmation {
+		return "", Reply{}, false, err
+	}
+	raw := m.f[snsSubscribeURL]
+	u, err := providerURL(raw, []string{m.host}, true)
+	if err != nil {
+		return "", Reply{}, false, fmt.Errorf("sns: SubscribeURL: %w", err)
+	}
+	q, err := url.ParseQuery(u.RawQuery)
+	if u.Path != "/" || err != nil || q.Get("Action") != "ConfirmSubscription" || q.Get("TopicArn") != m.f[snsTopicArn] || q.Get("Token") != m.f[snsToken] {
+		return "", Reply{}, false, fmt.Errorf("%w: sns: SubscribeURL does not confirm this topic's subscription", ErrUntrustedCertificate)
+	}
+	return raw, Reply{Status: http.StatusOK, ContentType: "text/plain; charset=utf-8", Body: []byte("subscription confirmed\n")}, true, nil
+}
+
+// SNS's delivery headers (none is signed).
+const (
+	SNSMessageTypeHeader     = "X-Amz-Sns-Message-Type"
+	SNSMessageIDHeader       = "X-Amz-Sns-Message-Id"
+	SNSTopicArnHeader        = "X-Amz-Sns-Topic-Arn"
+	SNSSubscriptionArnHeader = "X-Amz-Sns-Subscription-Arn"
+)
+
+// KeptHeaders lists the delivery headers kept with the event (see
+// HeaderKeeper).
+func (s *SNS) KeptHeaders() []string {
+	return []string{SNSMessageTypeHeader, SNSMessageIDHeader, SNSTopicArnHeader, SNSSubscriptionArnHeader}
+}
+
+// snsWire is an SNS message as Sign writes it.
+type snsWire struct {
+	Type              string          `json:"Type"`
+	MessageID         string          `json:"MessageId"`
+	Token             string          `json:"Token,omitempty"`
+	TopicArn          string          `json:"TopicArn"`
+	Subject           *string         `json:"Subject,omitempty"`
+	Message           string          `json:"Message"`
+	SubscribeURL      string          `json:"SubscribeURL,omitempty"`
+	UnsubscribeURL    string          `json:"UnsubscribeURL,omitempty"`
+	Timestamp         string          `json:"Timestamp"`
+	SignatureVersion  string          `json:"SignatureVersion"`
+	Signature         string          `json:"Signature"`
+	SigningCertURL    string          `json:"SigningCertURL"`
+	MessageAttributes json.RawMessage `json:"MessageAttributes,omitempty"`
+}
+
+// Sign implements Signer as SNS signs: key is the PEM RSA private key
+// (PKCS #1 or #8) of the certificate at the body's SigningCertURL. The
+// body must be an SNS message but for its signature: Sign sets its
+// Timestamp to now and its Signature (SignatureVersion 2 unless the body
+// says 1), and writes the body again.
+func (s *SNS) Sign(r *Request, key []byte, now time.Time) error {
+	priv, err := rsaPrivate("sns", key)
+	if err != nil {
+		return err
+	}
+	var w snsWire
+	if err := json.Unmarshal(r.Body, &w); err != nil {
+		return fmt.Errorf("sns: body: %w", err)
+	}
+	w.Timestamp = now.UTC().Format("2006-01-02T15:04:05.000Z")
+	if w.SignatureVersion != "1" {
+		w.SignatureVersion = "2"
+	}
+	w.Signature = "unsigned"
+	body, err := json.Marshal(w)
+	if err != nil {
+		return err
+	}
+	m, err := snsParse(body)
+	if err != nil {
+		return err
+	}
+	h, digest, err := snsDigest(m)
+	if err != nil {
+		return err
+	}
+	sig, err := rsa.SignPKCS1v15(rand.Reader, priv, h, digest)
+	if err != nil {
+		return err
+	}
+	w.Signature = base64.StdEncoding.EncodeToString(sig)
+	if r.Body, err = json.Marshal(w); err != nil {
+		return err
+	}
+	setHeader(r, SNSMessageTypeHeader, w.Type)
+	setHeader(r, SNSMessageIDHeader, w.MessageID)
+	setHeader(r, SNSTopicArnHeader, w.TopicArn)
+	return nil
+}
