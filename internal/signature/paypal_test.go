@@ -95,7 +95,9 @@ func paypalMalformedRuns(tb testing.TB) []malformedRun {
 	}
 	valid := req(ok, paypalTransID, paypalTime, paypalTestCert, "SHA256withRSA")
 	var cases []verifyCase
-	add := func(name string, r Request, want error) { cases = append(cases, verifyCase{name, r, paypalSecrets, want}) }
+	add := func(name string, r Request, want error) {
+		cases = append(cases, verifyCase{name, r, paypalSecrets, want})
+	}
 	add("valid", valid, nil)
 	add("valid, signed for the other webhook id", req(paypalSignAs(tb, key, paypalTransID, paypalTime, string(paypalSecrets[0]), body), paypalTransID, paypalTime, paypalTestCert, "SHA256withRSA"), nil)
 	add("valid, time in milliseconds", at(testNow.UTC().Format("2006-01-02T15:04:05.000Z")), nil)

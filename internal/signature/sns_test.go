@@ -20,10 +20,10 @@ import (
 )
 
 const (
-	snsTopic      = "arn:aws:sns:us-east-1:123456789012:orders"
-	snsOtherTopic = "arn:aws:sns:us-east-1:123456789012:other"
-	snsTestCertURL    = "https://sns.us-east-1.amazonaws.com/SimpleNotificationService-7ff5318490ec183fbaddaa2a969abfda.pem"
-	snsSubscribe  = "https://sns.us-east-1.amazonaws.com/?Action=ConfirmSubscription&TopicArn=arn:aws:sns:us-east-1:123456789012:orders&Token=2336412f37fb687f5d51e6e2425c464de12884d3"
+	snsTopic       = "arn:aws:sns:us-east-1:123456789012:orders"
+	snsOtherTopic  = "arn:aws:sns:us-east-1:123456789012:other"
+	snsTestCertURL = "https://sns.us-east-1.amazonaws.com/SimpleNotificationService-7ff5318490ec183fbaddaa2a969abfda.pem"
+	snsSubscribe   = "https://sns.us-east-1.amazonaws.com/?Action=ConfirmSubscription&TopicArn=arn:aws:sns:us-east-1:123456789012:orders&Token=2336412f37fb687f5d51e6e2425c464de12884d3"
 )
 
 var snsSecrets = [][]byte{[]byte(snsOtherTopic), []byte(snsTopic)}
