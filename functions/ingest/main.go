@@ -18,7 +18,7 @@ func main() {
 	if err != nil {
 		fail(err)
 	}
-	h, err := ingestfn.New(cfg, aws, log)
+	h, err := ingestfn.New(cfg, aws, log, nil)
 	if err != nil {
 		fail(err)
 	}

@@ -28,6 +28,7 @@ import (
 	"github.com/webhook-inbox/webhook-inbox/infra/local"
 	"github.com/webhook-inbox/webhook-inbox/internal/app"
 	"github.com/webhook-inbox/webhook-inbox/internal/awstest"
+	"github.com/webhook-inbox/webhook-inbox/internal/certfetch"
 	"github.com/webhook-inbox/webhook-inbox/internal/claimcheck"
 	"github.com/webhook-inbox/webhook-inbox/internal/config"
 	"github.com/webhook-inbox/webhook-inbox/internal/effects"
@@ -459,6 +460,7 @@ func TestStrandedEventIsSwept(t *testing.T) {
 		Sources: c.Sources, Secrets: secrets.NewStore(secretsmanager.NewFromConfig(e.awsConfig), time.Minute),
 		IsSecretNotFound: secrets.IsNotFound, Store: e.store, MaxBodyBytes: c.MaxBodyBytes,
 		Queue:  &failOnce{q: queue.New(sqs.NewFromConfig(e.awsConfig), e.stack.Resources.QueueURL)},
+		Remote: certfetch.New(e.stack.Providers.Client()),
 		Logger: slog.New(slog.DiscardHandler),
 	})
 	if err != nil {

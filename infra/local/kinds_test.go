@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -191,5 +192,45 @@ func TestWooCommercePingThroughTheAPI(t *testing.T) {
 	}
 	if status := post("webhook_id=12&status=active"); status != http.StatusUnauthorized {
 		t.Errorf("not the ping: got %d, want 401", status)
+	}
+}
+
+// TestSNSSubscriptionThroughTheAPI: SNS's subscription confirmation,
+// signed as SNS signs it, is confirmed through the local stand-in for SNS
+// once it verifies, and stores nothing; one for a topic the source does
+// not accept is refused and never confirmed.
+func TestSNSSubscriptionThroughTheAPI(t *testing.T) {
+	e := mustEnv(t)
+	sources, err := local.LoadSources(filepath.Join(repoRoot, "infra/local/sources.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	src, err := sources.Source("sns")
+	if err != nil {
+		t.Fatal(err)
+	}
+	before := len(e.stack.Providers.Confirmed())
+	post := func(topic string) int {
+		sample := local.Sample{ContentType: "text/plain; charset=UTF-8", Body: `{"Type":"SubscriptionConfirmation","MessageId":"{uuid}","Token":"2336412f37fb687f5d51e6e2425c464de12884d3","TopicArn":"` + topic + `","Message":"You have chosen to subscribe to the topic.","SubscribeURL":"https://sns.us-east-1.amazonaws.com/?Action=ConfirmSubscription&TopicArn=` + topic + `&Token=2336412f37fb687f5d51e6e2425c464de12884d3","SigningCertURL":"` + src.CertificateURL + `"}`}
+		req, err := sample.Signed(repoRoot, src, time.Now())
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp, err := http.Post(e.api.URL+"/webhooks/sns", sample.ContentType, bytes.NewReader(req.Body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	if status := post("arn:aws:sns:us-east-1:999999999999:someone-elses"); status != http.StatusUnauthorized {
+		t.Fatalf("another account's topic: got %d, want 401", status)
+	}
+	if status := post(src.Secrets[0]); status != http.StatusOK {
+		t.Fatalf("confirmation: got %d, want 200", status)
+	}
+	got := e.stack.Providers.Confirmed()[before:]
+	if len(got) != 1 || !strings.Contains(got[0], "TopicArn="+src.Secrets[0]+"&") {
+		t.Fatalf("confirmed %v, want the source's topic once", got)
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
@@ -46,6 +47,10 @@ type LocalSource struct {
 	// SigningKey is the dev-only private key that signs for asymmetric
 	// schemes (discord, sendgrid, Standard Webhooks v1a).
 	SigningKey string `json:"signing_key,omitempty"`
+	// CertificateURL is where a certificate-signed source's provider
+	// serves the certificate of SigningKey (ProviderHosts serves it
+	// locally); its sample names the same URL.
+	CertificateURL string `json:"certificate_url,omitempty"`
 	// VerifyToken is the dev-only token of a GET subscription handshake.
 	VerifyToken string `json:"verify_token,omitempty"`
 	// AccountSecrets are dev-only signing secrets of the accounts the
@@ -74,8 +79,12 @@ func (s LocalSource) Scheme() (signature.Scheme, error) {
 
 // SignWith returns the key that signs for the source: its signing key when
 // it has one ("hex:…" is decoded, for raw key bytes), else its first
-// secret.
+// secret; for PayPal, its signing key with its webhook id.
 func (s LocalSource) SignWith() ([]byte, error) {
+	if s.Kind == "paypal" {
+		// PayPal signs its webhook id (the secret) into each delivery.
+		return json.Marshal(signature.PayPalSigningKey{WebhookID: s.Secrets[0], PrivateKey: s.SigningKey})
+	}
 	if s.SigningKey == "" {
 		return []byte(s.Secrets[0]), nil
 	}
@@ -168,8 +177,11 @@ type Stack struct {
 	// every forwarded event arrives there. Empty when nothing is forwarded.
 	ForwardedQueueURL string
 	Ingest            *ingest.Handler
-	Processor         *processor.Processor
-	Replay            *replay.Replayer
+	// Providers stands in for the hosts certificate-signed sources fetch
+	// from.
+	Providers *ProviderHosts
+	Processor *processor.Processor
+	Replay    *replay.Replayer
 
 	tpl     *template.Template
 	sources []string
@@ -289,10 +301,13 @@ func Setup(ctx context.Context, cfg aws.Config, templatePath string, sources Sou
 	}
 	getenv := func(k string) string { return env[k] }
 	s := &Stack{Resources: res, Env: env, ForwardedQueueURL: forwarded, tpl: tpl, sources: sources.Names()}
+	if s.Providers, err = NewProviderHosts(sources, time.Now(), log.With("function", "providers")); err != nil {
+		return nil, err
+	}
 	var errs []error
 	if c, err := config.Load(getenv, app.IngestNeeds); err != nil {
 		errs = append(errs, err)
-	} else if s.Ingest, err = ingestfn.New(c, cfg, log.With("function", "ingest")); err != nil {
+	} else if s.Ingest, err = ingestfn.New(c, cfg, log.With("function", "ingest"), s.Providers.Client()); err != nil {
 		errs = append(errs, err)
 	}
 	if c, err := config.Load(getenv, app.ProcessorNeeds); err != nil {

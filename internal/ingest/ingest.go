@@ -7,6 +7,7 @@ package ingest
 
 import (
 	"context"
+	"crypto/x509"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -46,6 +47,17 @@ type Secrets interface {
 	Previous(ctx context.Context, id string) (source.Keys, error)
 }
 
+// Remote is what certificate-signed schemes (signature.Certified,
+// signature.Confirmer) need from their providers: the certificates they
+// sign with, fetched and cached, and subscription confirmations visited.
+// Ingest passes it only URLs the scheme's allow-list accepted. An error
+// wrapping inbox.ErrUnavailable may pass on a retry (ingest answers 503,
+// so the provider retries); any other is the provider's refusal.
+type Remote interface {
+	Certificate(ctx context.Context, url string) (*x509.Certificate, error)
+	Confirm(ctx context.Context, url string) error
+}
+
 // Config holds a Handler's collaborators and limits.
 type Config struct {
 	Sources *source.Set
@@ -55,8 +67,11 @@ type Config struct {
 	IsSecretNotFound func(error) bool
 	Store            Store
 	Queue            Queue
-	MaxBodyBytes     int
-	Logger           *slog.Logger
+	// Remote is required when a source's scheme is signature.Certified or
+	// signature.Confirmer.
+	Remote       Remote
+	MaxBodyBytes int
+	Logger       *slog.Logger
 	// Metrics, if it has a namespace, makes each request's log line
 	// publish the Webhooks metric (see metricAttrs).
 	Metrics obs.Metrics
@@ -75,6 +90,16 @@ func New(cfg Config) (*Handler, error) {
 		return nil, errors.New("ingest: incomplete config")
 	case cfg.MaxBodyBytes <= 0:
 		return nil, errors.New("ingest: MaxBodyBytes must be positive")
+	}
+	if cfg.Remote == nil {
+		for _, name := range cfg.Sources.Names() {
+			src, _ := cfg.Sources.Lookup(name, "")
+			_, certified := src.Scheme.(signature.Certified)
+			_, confirms := src.Scheme.(signature.Confirmer)
+			if certified || confirms {
+				return nil, fmt.Errorf("ingest: source %s (%s) fetches from its provider: Config.Remote is required", name, src.Kind)
+			}
+		}
 	}
 	if cfg.Now == nil {
 		cfg.Now = time.Now
@@ -261,6 +286,16 @@ func (h *Handler) handle(ctx context.Context, req apigw.Request, now time.Time) 
 			account = tenant
 		}
 	}
+	// A certificate-signed delivery names its certificate: a URL the
+	// scheme's allow-list refuses is a bad signature, answered before
+	// anything is looked up or fetched.
+	certified, _ := src.Scheme.(signature.Certified)
+	var certURL string
+	if certified != nil && req.Method == http.MethodPost {
+		if certURL, err = certified.CertificateURL(sreq); err != nil {
+			return rejected(err)
+		}
+	}
 	secretID := h.cfg.Sources.SecretID(src.Name, account)
 	keys, err := h.cfg.Secrets.Get(ctx, secretID)
 	switch {
@@ -292,9 +327,39 @@ func (h *Handler) handle(ctx context.Context, req apigw.Request, now time.Time) 
 			return result{status: reply.Status, reply: &reply, outcome: outcomeHandshake}
 		}
 	}
+	if certURL != "" {
+		// Fetched (or found in the cache) within ctx, the invocation's
+		// deadline less the answer's margin.
+		cert, err := h.cfg.Remote.Certificate(ctx, certURL)
+		switch {
+		case errors.Is(err, inbox.ErrUnavailable):
+			return fail(http.StatusServiceUnavailable, outcomeError, "temporarily unavailable", err)
+		case err != nil:
+			return rejected(fmt.Errorf("%w: %v", signature.ErrUntrustedCertificate, err))
+		}
+		sreq.Certificate = cert
+	}
 	keys, res := h.verify(ctx, secretID, keys, func(k source.Keys) error { return src.Scheme.Verify(sreq, k.Signing, now) })
 	if res != nil {
 		return *res
+	}
+	// Only a verified delivery may confirm a subscription: confirming an
+	// unverified one would subscribe the endpoint to anyone's topic.
+	if c, ok := src.Scheme.(signature.Confirmer); ok {
+		url, reply, isConfirmation, err := c.Confirmation(sreq)
+		if err != nil {
+			return fail(http.StatusBadRequest, outcomeInvalid, "malformed subscription confirmation", err)
+		}
+		if isConfirmation {
+			err := h.cfg.Remote.Confirm(ctx, url)
+			switch {
+			case errors.Is(err, inbox.ErrUnavailable):
+				return fail(http.StatusServiceUnavailable, outcomeError, "temporarily unavailable", err)
+			case err != nil:
+				return fail(http.StatusBadRequest, outcomeInvalid, "subscription confirmation refused by the provider", err)
+			}
+			return result{status: reply.Status, reply: &reply, outcome: outcomeHandshake}
+		}
 	}
 	// Only a verified request may be a handshake: answering an unverified
 	// challenge would let anyone confirm an endpoint.
