@@ -260,7 +260,7 @@ func TestLoadSources(t *testing.T) {
 	}{
 		{"not json", "stripe"},
 		{"empty list", "[]"},
-		{"unknown kind", `[{"name":"s","kind":"paypal"}]`},
+		{"unknown kind", `[{"name":"s","kind":"ebay"}]`},
 		{"bad tolerance", `[{"name":"s","kind":"stripe","options":{"tolerance":"0"}}]`},
 	}
 	for _, tt := range tests {

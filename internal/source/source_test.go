@@ -54,7 +54,7 @@ func TestParse(t *testing.T) {
 		{"empty name", `[{"name":"","kind":"stripe"}]`, nil, []string{"SOURCES[0]", `""`}},
 		{"missing name", `[{"kind":"stripe"}]`, nil, []string{"SOURCES[0]"}},
 		{"duplicate name", `[{"name":"s","kind":"stripe"},{"name":"s","kind":"stripe"}]`, nil, []string{"SOURCES[1]", "duplicate", `"s"`}},
-		{"unknown kind", `[{"name":"s","kind":"paypal"}]`, nil, []string{"SOURCES[0] s", "paypal"}},
+		{"unknown kind", `[{"name":"s","kind":"ebay"}]`, nil, []string{"SOURCES[0] s", "ebay"}},
 		{"empty kind", `[{"name":"s","kind":""}]`, nil, []string{"SOURCES[0] s"}},
 		{"tolerance 0s", `[{"name":"s","kind":"stripe","options":{"tolerance":"0s"}}]`, nil, []string{"SOURCES[0] s", "tolerance"}},
 		{"tolerance 0", `[{"name":"s","kind":"stripe","options":{"tolerance":"0"}}]`, nil, []string{"SOURCES[0] s", "tolerance"}},
