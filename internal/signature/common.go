@@ -580,12 +580,13 @@ func verifyCertRSA(cert *x509.Certificate, now time.Time, h crypto.Hash, digest,
 // decodeRSASignature decodes a standard, padded base64 RSA signature
 // (strictly, so one signature has one encoding) of at most
 // maxRSASignature bytes.
-func decodeRSASignature(s string) ([]byte, bool) {
-	if s == "" || len(s) > base64.StdEncoding.EncodedLen(maxRSASignature) {
+func decodeRSASignature[T string | []byte](s T) ([]byte, bool) {
+	if len(s) == 0 || len(s) > base64.StdEncoding.EncodedLen(maxRSASignature) {
 		return nil, false
 	}
-	b, err := base64.StdEncoding.Strict().DecodeString(s)
-	return b, err == nil && len(b) > 0
+	b := make([]byte, base64.StdEncoding.DecodedLen(len(s)))
+	n, err := base64.StdEncoding.Strict().Decode(b, []byte(s))
+	return b[:n], err == nil && n > 0
 }
 
 // providerURL parses raw, a URL a delivery names for its certificate or a

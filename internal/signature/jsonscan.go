@@ -481,6 +481,20 @@ func jsonString(raw []byte) (string, bool) {
 	return s, true
 }
 
+// jsonStringBytes is jsonString as bytes: a slice of raw when the string
+// has no escapes, else its unquoted copy.
+func jsonStringBytes(raw []byte) ([]byte, bool) {
+	if len(raw) < 2 || raw[0] != '"' {
+		return nil, false
+	}
+	in := raw[1 : len(raw)-1]
+	if bytes.IndexByte(in, '\\') < 0 {
+		return in, utf8.Valid(in)
+	}
+	out, ok := unquoteJSONBytes(in)
+	return out, ok && utf8.Valid(out)
+}
+
 // jsonStringIs reports whether raw, a validated JSON value, is a string
 // equal to want (which needs no escaping). Unlike comparing jsonString's
 // result it allocates nothing unless raw has escapes.
@@ -510,6 +524,13 @@ func unquote(in []byte) (string, bool) {
 }
 
 func unquoteJSON(in []byte) (string, bool) {
+	out, ok := unquoteJSONBytes(in)
+	return string(out), ok
+}
+
+// unquoteJSONBytes decodes the inside of a validated JSON string into a
+// new slice.
+func unquoteJSONBytes(in []byte) ([]byte, bool) {
 	out := make([]byte, 0, len(in))
 	for i := 0; i < len(in); i++ {
 		c := in[i]
@@ -519,7 +540,7 @@ func unquoteJSON(in []byte) (string, bool) {
 		}
 		i++
 		if i >= len(in) {
-			return "", false
+			return nil, false
 		}
 		switch in[i] {
 		case '"', '\\', '/':
@@ -537,7 +558,7 @@ func unquoteJSON(in []byte) (string, bool) {
 		case 'u':
 			r, ok := hex4(in[i+1:])
 			if !ok {
-				return "", false
+				return nil, false
 			}
 			i += 4
 			if r >= 0xD800 && r < 0xDC00 && i+2 < len(in) && in[i+1] == '\\' && in[i+2] == 'u' {
@@ -551,10 +572,10 @@ func unquoteJSON(in []byte) (string, bool) {
 			}
 			out = utf8.AppendRune(out, r)
 		default:
-			return "", false
+			return nil, false
 		}
 	}
-	return string(out), true
+	return out, true
 }
 
 func hex4(b []byte) (rune, bool) {
@@ -648,9 +669,11 @@ func jsonObjects(body []byte, keys []string, fields [][]byte, each func(elem []b
 }
 
 // jsonMembers validates body as one JSON object and calls each with every
-// top-level member's key (unquoted) and raw value, in order, duplicates
-// included. An error from each stops the scan and is returned.
-func jsonMembers(body []byte, each func(key string, raw []byte) error) error {
+// top-level member's key as written between its quotes (escaped reports
+// whether it has escapes, to unquote before comparing) and its raw value,
+// in order, duplicates included. An error from each stops the scan and is
+// returned.
+func jsonMembers(body []byte, each func(key []byte, escaped bool, raw []byte) error) error {
 	i := wsAt(body, 0)
 	if i >= len(body) || body[i] != '{' {
 		return errJSON
@@ -666,14 +689,11 @@ func jsonMembers(body []byte, each func(key string, raw []byte) error) error {
 		if i >= len(body) || body[i] != '"' {
 			return errJSON
 		}
-		j, _, err := strAt(body, i)
+		j, escaped, err := strAt(body, i)
 		if err != nil {
 			return err
 		}
-		key, ok := unquote(body[i+1 : j-1])
-		if !ok {
-			return errJSON
-		}
+		key := body[i+1 : j-1]
 		i = wsAt(body, j)
 		if i >= len(body) || body[i] != ':' {
 			return errJSON
@@ -683,7 +703,7 @@ func jsonMembers(body []byte, each func(key string, raw []byte) error) error {
 		if i, err = valueAt(body, i, 0); err != nil {
 			return err
 		}
-		if err := each(key, body[vstart:i]); err != nil {
+		if err := each(key, escaped, body[vstart:i]); err != nil {
 			return err
 		}
 		i = wsAt(body, i)

@@ -322,7 +322,7 @@ func BenchmarkPayPal(b *testing.B) {
 	r := paypalRequest(body, testCert(b, key), sigText, paypalTransID, paypalTime, paypalTestCert, "SHA256withRSA")
 	sig, _ := base64.StdEncoding.DecodeString(sigText)
 	signed := fmt.Appendf(nil, "%s|%s|%s|%d", paypalTransID, paypalTime, paypalWebhookID, crc32.ChecksumIEEE(body))
-	benchScheme(b, mustNew(b, NewPayPal, Options{}), r, [][]byte{[]byte(paypalWebhookID)}, testNow, "rsa-sha256", func(b *testing.B) {
+	benchScheme(b, mustNew(b, NewPayPal, Options{}), r, [][]byte{[]byte(paypalWebhookID)}, testNow, "bare-rsa-sha256", func(b *testing.B) {
 		d := sha256.Sum256(signed)
 		if rsa.VerifyPKCS1v15(&key.PublicKey, crypto.SHA256, d[:], sig) != nil {
 			b.Fatal("no match")

@@ -14,6 +14,7 @@ import (
 	"net/url"
 	"strings"
 	"time"
+	"unicode/utf8"
 )
 
 // SNS's message types, the body's "Type".
@@ -58,13 +59,18 @@ const (
 	snsMessageAttributes
 )
 
-// snsMsg is an SNS message's string members (unquoted), as read by
-// snsParse.
+// snsMsg is an SNS message's string members as snsParse read them: each
+// a slice of the body where it has no escapes, else its unquoted copy.
 type snsMsg struct {
-	f          [len(snsKeys)]string
+	f          [len(snsKeys)][]byte
 	hasSubject bool
-	host       string // the SNS endpoint of the topic's region
 }
+
+// s is member n as a string.
+func (m *snsMsg) s(n int) string { return string(m.f[n]) }
+
+// is reports whether member n is want, without a copy.
+func (m *snsMsg) is(n int, want string) bool { return string(m.f[n]) == want }
 
 // SNS verifies Amazon SNS HTTP/S subscriptions. SNS signs a canonical
 // string of the message's members (not the body's bytes) with the private
@@ -105,17 +111,24 @@ func NewSNS(o Options) (*SNS, error) {
 }
 
 // snsParse reads body as an SNS message: a JSON object whose SNS members
-// are strings (Subject may be null, MessageAttributes an object), each at
-// most once and none in another case, with the members its Type requires.
-// A message without a Signature is ErrNotSigned; anything else wrong is
-// ErrMalformedHeader.
+// are strings of valid UTF-8 (Subject may be null, MessageAttributes an
+// object), each at most once and none in another case, with the members
+// its Type requires. A message without a Signature is ErrNotSigned;
+// anything else wrong is ErrMalformedHeader.
 func snsParse(body []byte) (snsMsg, error) {
 	var m snsMsg
 	var seen [len(snsKeys)]bool
-	err := jsonMembers(body, func(key string, raw []byte) error {
+	err := jsonMembers(body, func(key []byte, escaped bool, raw []byte) error {
+		if escaped {
+			k, ok := unquote(key)
+			if !ok {
+				return errJSON
+			}
+			key = []byte(k)
+		}
 		for n, k := range snsKeys {
-			if key != k {
-				if strings.EqualFold(key, k) {
+			if string(key) != k {
+				if foldEqual(key, k) {
 					return fmt.Errorf("member %q beside SNS's %q", key, k)
 				}
 				continue
@@ -131,11 +144,11 @@ func snsParse(body []byte) (snsMsg, error) {
 				}
 			case n == snsSubject && string(raw) == "null":
 			default:
-				s, ok := jsonString(raw)
+				v, ok := jsonStringBytes(raw)
 				if !ok {
 					return fmt.Errorf("%s is not a string", k)
 				}
-				m.f[n] = s
+				m.f[n] = v
 				m.hasSubject = m.hasSubject || n == snsSubject
 			}
 		}
@@ -147,45 +160,93 @@ func snsParse(body []byte) (snsMsg, error) {
 		}
 		return m, fmt.Errorf("%w: sns: %v", ErrMalformedHeader, err)
 	}
-	if m.f[snsSignature] == "" {
+	if len(m.f[snsSignature]) == 0 {
 		return m, fmt.Errorf("%w: sns: no Signature (raw message delivery is unsigned)", ErrNotSigned)
 	}
-	need := []int{snsMessageID, snsTopicArn, snsMessage, snsTimestamp, snsSignatureVersion, snsSigningCertURL}
-	switch m.f[snsType] {
-	case SNSNotification:
-	case SNSSubscriptionConfirmation, SNSUnsubscribeConfirmation:
-		need = append(need, snsToken, snsSubscribeURL)
+	need := snsNeedNotification
+	switch {
+	case m.is(snsType, SNSNotification):
+	case m.is(snsType, SNSSubscriptionConfirmation), m.is(snsType, SNSUnsubscribeConfirmation):
+		need = snsNeedConfirmation
 	default:
-		return m, fmt.Errorf("%w: sns: Type %q", ErrMalformedHeader, clip(m.f[snsType]))
+		return m, fmt.Errorf("%w: sns: Type %q", ErrMalformedHeader, clip(m.s(snsType)))
 	}
 	for _, n := range need {
 		if !seen[n] {
 			return m, fmt.Errorf("%w: sns: %s message without %s", ErrMalformedHeader, m.f[snsType], snsKeys[n])
 		}
 	}
-	host, err := snsHost(m.f[snsTopicArn])
-	if err != nil {
-		return m, err
-	}
-	m.host = host
 	return m, nil
+}
+
+var (
+	snsNeedNotification = []int{snsMessageID, snsTopicArn, snsMessage, snsTimestamp, snsSignatureVersion, snsSigningCertURL}
+	snsNeedConfirmation = append(append([]int(nil), snsNeedNotification...), snsToken, snsSubscribeURL)
+)
+
+// foldEqual reports whether key equals name under Unicode case folding,
+// as encoding/json matches member names to fields; without a copy when
+// key is ASCII.
+func foldEqual(key []byte, name string) bool {
+	for _, c := range key {
+		if c >= utf8.RuneSelf {
+			return strings.EqualFold(string(key), name)
+		}
+	}
+	if len(key) != len(name) {
+		return false
+	}
+	lower := func(c byte) byte {
+		if 'A' <= c && c <= 'Z' {
+			return c + 'a' - 'A'
+		}
+		return c
+	}
+	for i, c := range key {
+		if lower(c) != lower(name[i]) {
+			return false
+		}
+	}
+	return true
 }
 
 // snsHost is the SNS endpoint of a topic's region, from its ARN
 // (arn:<partition>:sns:<region>:<account>:<name>): sns.<region>.amazonaws.com,
 // or amazonaws.com.cn in the China partition.
 func snsHost(arn string) (string, error) {
-	parts := strings.SplitN(arn, ":", 6)
-	if len(parts) != 6 || parts[0] != "arn" || parts[2] != "sns" || !isWord(parts[3], 32) || parts[3] != strings.ToLower(parts[3]) || strings.Contains(parts[3], "_") {
-		return "", fmt.Errorf("%w: sns: TopicArn %q", ErrMalformedHeader, clip(arn))
+	bad := func() error { return fmt.Errorf("%w: sns: TopicArn %q", ErrMalformedHeader, clip(arn)) }
+	rest, ok := strings.CutPrefix(arn, "arn:")
+	if !ok {
+		return "", bad()
 	}
-	switch parts[1] {
+	partition, rest, _ := strings.Cut(rest, ":")
+	service, rest, _ := strings.Cut(rest, ":")
+	region, rest, _ := strings.Cut(rest, ":")
+	account, name, ok := strings.Cut(rest, ":")
+	if !ok || service != "sns" || account == "" || name == "" || !isRegion(region) {
+		return "", bad()
+	}
+	switch partition {
 	case "aws", "aws-us-gov":
-		return "sns." + parts[3] + ".amazonaws.com", nil
+		return "sns." + region + ".amazonaws.com", nil
 	case "aws-cn":
-		return "sns." + parts[3] + ".amazonaws.com.cn", nil
+		return "sns." + region + ".amazonaws.com.cn", nil
 	}
-	return "", fmt.Errorf("%w: sns: TopicArn in partition %q", ErrUntrustedCertificate, clip(parts[1]))
+	return "", fmt.Errorf("%w: sns: TopicArn in partition %q", ErrUntrustedCertificate, clip(partition))
+}
+
+// isRegion reports whether s can be an AWS region name: 1 to 32 bytes of
+// lower-case letters, digits and hyphens.
+func isRegion(s string) bool {
+	if s == "" || len(s) > 32 {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; (c < 'a' || c > 'z') && (c < '0' || c > '9') && c != '-' {
+			return false
+		}
+	}
+	return true
 }
 
 // clip shortens a value quoted in an error.
@@ -199,8 +260,12 @@ func clip(s string) string {
 // snsCertURL checks m's SigningCertURL against the allow-list: https, its
 // topic's regional SNS host, a path /SimpleNotificationService-<name>.pem.
 func snsCertURL(m snsMsg) (string, error) {
-	raw := m.f[snsSigningCertURL]
-	u, err := providerURL(raw, []string{m.host}, false)
+	host, err := snsHost(m.s(snsTopicArn))
+	if err != nil {
+		return "", err
+	}
+	raw := m.s(snsSigningCertURL)
+	u, err := providerURL(raw, []string{host}, false)
 	if err != nil {
 		return "", fmt.Errorf("sns: SigningCertURL: %w", err)
 	}
@@ -225,7 +290,7 @@ func (s *SNS) CertificateURL(r Request) (string, error) {
 // notification's Subject only when it has one.
 func snsSigned(m snsMsg) []byte {
 	var names []int
-	if m.f[snsType] == SNSNotification {
+	if m.is(snsType, SNSNotification) {
 		names = []int{snsMessage, snsMessageID, snsSubject, snsTimestamp, snsTopicArn, snsType}
 	} else {
 		names = []int{snsMessage, snsMessageID, snsSubscribeURL, snsTimestamp, snsToken, snsTopicArn, snsType}
@@ -243,15 +308,15 @@ func snsSigned(m snsMsg) []byte {
 // snsDigest hashes the signed string for the message's SignatureVersion.
 func snsDigest(m snsMsg) (crypto.Hash, []byte, error) {
 	signed := snsSigned(m)
-	switch m.f[snsSignatureVersion] {
-	case "1":
+	switch {
+	case m.is(snsSignatureVersion, "1"):
 		d := sha1.Sum(signed)
 		return crypto.SHA1, d[:], nil
-	case "2":
+	case m.is(snsSignatureVersion, "2"):
 		d := sha256.Sum256(signed)
 		return crypto.SHA256, d[:], nil
 	}
-	return 0, nil, fmt.Errorf("%w: sns: SignatureVersion %q", ErrMalformedHeader, clip(m.f[snsSignatureVersion]))
+	return 0, nil, fmt.Errorf("%w: sns: SignatureVersion %q", ErrMalformedHeader, clip(m.s(snsSignatureVersion)))
 }
 
 // Verify implements Scheme: r.Certificate must be the one CertificateURL
@@ -272,7 +337,7 @@ func (s *SNS) Verify(r Request, secrets [][]byte, now time.Time) error {
 	if err != nil {
 		return err
 	}
-	ts, err := time.Parse(time.RFC3339Nano, m.f[snsTimestamp])
+	ts, err := time.Parse(time.RFC3339Nano, m.s(snsTimestamp))
 	if err != nil {
 		return fmt.Errorf("%w: sns: Timestamp: %v", ErrMalformedHeader, err)
 	}
@@ -282,9 +347,9 @@ func (s *SNS) Verify(r Request, secrets [][]byte, now time.Time) error {
 	if ts.Sub(now) > snsMaxSkew {
 		return ErrTooNew
 	}
-	if err := matchCredential([]byte(m.f[snsTopicArn]), secrets); err != nil {
+	if err := matchCredential(m.f[snsTopicArn], secrets); err != nil {
 		if errors.Is(err, ErrNoMatch) {
-			return fmt.Errorf("%w: sns: topic %s is not one the endpoint accepts", ErrNoMatch, clip(m.f[snsTopicArn]))
+			return fmt.Errorf("%w: sns: topic %s is not one the endpoint accepts", ErrNoMatch, clip(m.s(snsTopicArn)))
 		}
 		return err
 	}
@@ -299,18 +364,19 @@ func (s *SNS) Identify(r Request) (Identity, error) {
 	if err != nil {
 		return Identity{}, fmt.Errorf("%w: %v", ErrInvalidPayload, err)
 	}
-	if !validID(m.f[snsMessageID]) {
+	id := m.s(snsMessageID)
+	if !validID(id) {
 		return Identity{}, fmt.Errorf("%w: sns: unusable MessageId", ErrInvalidPayload)
 	}
-	created, err := time.Parse(time.RFC3339Nano, m.f[snsTimestamp])
+	created, err := time.Parse(time.RFC3339Nano, m.s(snsTimestamp))
 	if err != nil {
 		return Identity{}, fmt.Errorf("%w: sns: Timestamp: %v", ErrInvalidPayload, err)
 	}
 	return Identity{
-		ID:         m.f[snsMessageID],
-		Type:       m.f[snsType],
+		ID:         id,
+		Type:       m.s(snsType),
 		Created:    created,
-		Attributes: map[string]string{"topic_arn": m.f[snsTopicArn]},
+		Attributes: map[string]string{"topic_arn": m.s(snsTopicArn)},
 	}, nil
 }
 
@@ -322,16 +388,20 @@ func (s *SNS) Identify(r Request) (Identity, error) {
 // visited).
 func (s *SNS) Confirmation(r Request) (string, Reply, bool, error) {
 	m, err := snsParse(r.Body)
-	if err != nil || m.f[snsType] != SNSSubscriptionConfirmation {
+	if err != nil || !m.is(snsType, SNSSubscriptionConfirmation) {
 		return "", Reply{}, false, err
 	}
-	raw := m.f[snsSubscribeURL]
-	u, err := providerURL(raw, []string{m.host}, true)
+	host, err := snsHost(m.s(snsTopicArn))
+	if err != nil {
+		return "", Reply{}, false, err
+	}
+	raw := m.s(snsSubscribeURL)
+	u, err := providerURL(raw, []string{host}, true)
 	if err != nil {
 		return "", Reply{}, false, fmt.Errorf("sns: SubscribeURL: %w", err)
 	}
 	q, err := url.ParseQuery(u.RawQuery)
-	if u.Path != "/" || err != nil || q.Get("Action") != "ConfirmSubscription" || q.Get("TopicArn") != m.f[snsTopicArn] || q.Get("Token") != m.f[snsToken] {
+	if u.Path != "/" || err != nil || q.Get("Action") != "ConfirmSubscription" || !m.is(snsTopicArn, q.Get("TopicArn")) || !m.is(snsToken, q.Get("Token")) {
 		return "", Reply{}, false, fmt.Errorf("%w: sns: SubscribeURL does not confirm this topic's subscription", ErrUntrustedCertificate)
 	}
 	return raw, Reply{Status: http.StatusOK, ContentType: "text/plain; charset=utf-8", Body: []byte("subscription confirmed\n")}, true, nil

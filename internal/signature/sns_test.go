@@ -471,7 +471,7 @@ func BenchmarkSNS(b *testing.B) {
 	r := snsRequest(m.body(), testCert(b, key))
 	sig, _ := base64.StdEncoding.DecodeString(m["Signature"])
 	signed := []byte(snsString(m))
-	benchScheme(b, mustNew(b, NewSNS, Options{}), r, snsSecrets, testNow, "rsa-sha256", func(b *testing.B) {
+	benchScheme(b, mustNew(b, NewSNS, Options{}), r, snsSecrets, testNow, "bare-rsa-sha256", func(b *testing.B) {
 		d := sha256.Sum256(signed)
 		if rsa.VerifyPKCS1v15(&key.PublicKey, crypto.SHA256, d[:], sig) != nil {
 			b.Fatal("no match")
