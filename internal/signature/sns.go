@@ -269,8 +269,9 @@ func snsCertURL(m snsMsg) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("sns: SigningCertURL: %w", err)
 	}
-	name, ok := strings.CutPrefix(u.Path, "/SimpleNotificationService-")
-	if name, ok = strings.CutSuffix(name, ".pem"); !ok || !isWord(name, 128) {
+	name, prefixed := strings.CutPrefix(u.Path, "/SimpleNotificationService-")
+	name, suffixed := strings.CutSuffix(name, ".pem")
+	if !prefixed || !suffixed || !isWord(name, 128) {
 		return "", fmt.Errorf("%w: sns: SigningCertURL path %q", ErrUntrustedCertificate, clip(u.Path))
 	}
 	return raw, nil
