@@ -11,7 +11,6 @@ import (
 	"fmt"
 	"net/http"
 	"strconv"
-	"strings"
 	"time"
 )
 
@@ -45,68 +44,136 @@ func NewAdyen(o Options) (*Adyen, error) {
 	return &Adyen{}, nil
 }
 
-type adyenItem struct {
-	PspReference        string `json:"pspReference"`
-	OriginalReference   string `json:"originalReference"`
-	MerchantAccountCode string `json:"merchantAccountCode"`
-	MerchantReference   string `json:"merchantReference"`
-	Amount              struct {
-		Value    json.RawMessage `json:"value"`
-		Currency string          `json:"currency"`
-	} `json:"amount"`
-	EventCode      string                     `json:"eventCode"`
-	EventDate      string                     `json:"eventDate"`
-	Success        string                     `json:"success"`
-	AdditionalData map[string]json.RawMessage `json:"additionalData"`
-}
+// The members of a NotificationRequestItem that Adyen signs or that name
+// the event, in adyenParsed.f's order, and those of its amount.
+var (
+	adyenItemKeys   = [...]string{"pspReference", "originalReference", "merchantAccountCode", "merchantReference", "amount", "eventCode", "eventDate", "success", "additionalData"}
+	adyenAmountKeys = []string{"value", "currency"}
+	adyenTopKeys    = []string{"live", "notificationItems"}
+	adyenWrapKeys   = []string{"NotificationRequestItem"}
+	adyenAddKeys    = []string{"hmacSignature"}
+)
+
+const (
+	adyenPsp = iota
+	adyenOriginal
+	adyenMerchant
+	adyenMerchantRef
+	adyenAmount
+	adyenEventCode
+	adyenEventDate
+	adyenSuccess
+	adyenAdditional
+)
 
 type adyenParsed struct {
-	raw  json.RawMessage
-	item adyenItem
+	raw []byte // the item, as sent
+	// f are the item's string members (adyenItemKeys; amount and
+	// additionalData left empty), decoded; a member absent or null is "".
+	f [len(adyenItemKeys)]string
+	// sig is additionalData.hmacSignature's raw JSON value; nil when absent.
+	sig []byte
 	// signed is the string the signature covers.
-	signed string
+	signed []byte
 }
 
 var errAdyenShape = errors.New("not an Adyen notification")
 
-// adyenParse reads a delivery's items.
+// adyenString reads a member as encoding/json reads a string field: absent
+// or null is "", a string is its value, anything else is not the shape.
+func adyenString(raw []byte) (string, bool) {
+	if !jsonPresent(raw) {
+		return "", true
+	}
+	return jsonString(raw)
+}
+
+// adyenParse reads a delivery's items with the package's scanner. Every
+// object it reads must name each member it looks for once and in its own
+// case: encoding/json, which a handler reading the stored item would use,
+// takes "PSPREFERENCE" for "pspReference", so a body with both is refused
+// rather than signed as one and read as the other.
 func adyenParse(body []byte) (live string, items []adyenParsed, err error) {
-	var doc struct {
-		Live              string `json:"live"`
-		NotificationItems []struct {
-			NotificationRequestItem json.RawMessage `json:"NotificationRequestItem"`
-		} `json:"notificationItems"`
-	}
-	if !json.Valid(body) {
+	var top [2][]byte
+	if jsonFieldsStrict(body, adyenTopKeys, top[:]) != nil {
 		return "", nil, errAdyenShape
 	}
-	dec := json.NewDecoder(bytes.NewReader(body))
-	dec.UseNumber()
-	if err := dec.Decode(&doc); err != nil || len(doc.NotificationItems) == 0 {
+	live, ok := adyenString(top[0])
+	if !ok {
 		return "", nil, errAdyenShape
 	}
-	for _, n := range doc.NotificationItems {
-		raw := bytes.TrimSpace(n.NotificationRequestItem)
-		if len(raw) == 0 || raw[0] != '{' {
-			return "", nil, errAdyenShape
+	if len(top[1]) == 0 || top[1][0] != '[' {
+		return "", nil, errAdyenShape
+	}
+	var wrap [1][]byte
+	err = jsonObjects(top[1], nil, nil, func(elem []byte) error {
+		if err := jsonFieldsStrict(elem, adyenWrapKeys, wrap[:]); err != nil || len(wrap[0]) == 0 || wrap[0][0] != '{' {
+			return errAdyenShape
 		}
-		var it adyenItem
-		d := json.NewDecoder(bytes.NewReader(raw))
-		d.UseNumber()
-		if err := d.Decode(&it); err != nil {
-			return "", nil, errAdyenShape
-		}
-		// A JSON integer literal, as Adyen's libraries read it (an int64);
-		// a string or a fraction is not one.
-		v, err := strconv.ParseInt(string(it.Amount.Value), 10, 64)
+		p, err := adyenItem(wrap[0])
 		if err != nil {
-			return "", nil, errAdyenShape
+			return err
 		}
-		signed := strings.Join([]string{it.PspReference, it.OriginalReference, it.MerchantAccountCode, it.MerchantReference,
-			strconv.FormatInt(v, 10), it.Amount.Currency, it.EventCode, it.Success}, ":")
-		items = append(items, adyenParsed{raw: raw, item: it, signed: signed})
+		items = append(items, p)
+		return nil
+	})
+	if err != nil || len(items) == 0 {
+		return "", nil, errAdyenShape
 	}
-	return doc.Live, items, nil
+	return live, items, nil
+}
+
+// adyenItem reads one NotificationRequestItem.
+func adyenItem(raw []byte) (adyenParsed, error) {
+	p := adyenParsed{raw: raw}
+	var f [len(adyenItemKeys)][]byte
+	if jsonFieldsStrict(raw, adyenItemKeys[:], f[:]) != nil {
+		return p, errAdyenShape
+	}
+	for n := range f {
+		if n == adyenAmount || n == adyenAdditional {
+			continue
+		}
+		v, ok := adyenString(f[n])
+		if !ok {
+			return p, errAdyenShape
+		}
+		p.f[n] = v
+	}
+	// amount: an object whose value is a JSON integer literal, as Adyen's
+	// libraries read it (an int64); a string or a fraction is not one.
+	var amount [2][]byte
+	if len(f[adyenAmount]) == 0 || f[adyenAmount][0] != '{' || jsonFieldsStrict(f[adyenAmount], adyenAmountKeys, amount[:]) != nil {
+		return p, errAdyenShape
+	}
+	value, err := strconv.ParseInt(string(amount[0]), 10, 64)
+	if err != nil {
+		return p, errAdyenShape
+	}
+	currency, ok := adyenString(amount[1])
+	if !ok {
+		return p, errAdyenShape
+	}
+	if add := f[adyenAdditional]; jsonPresent(add) {
+		var sig [1][]byte
+		if add[0] != '{' || jsonFields(add, adyenAddKeys, sig[:]) != nil {
+			return p, errAdyenShape
+		}
+		p.sig = sig[0]
+	}
+	b := make([]byte, 0, 128)
+	for i, part := range []string{p.f[adyenPsp], p.f[adyenOriginal], p.f[adyenMerchant], p.f[adyenMerchantRef]} {
+		if i > 0 {
+			b = append(b, ':')
+		}
+		b = append(b, part...)
+	}
+	b = strconv.AppendInt(append(b, ':'), value, 10)
+	for _, part := range []string{currency, p.f[adyenEventCode], p.f[adyenSuccess]} {
+		b = append(append(b, ':'), part...)
+	}
+	p.signed = b
+	return p, nil
 }
 
 // adyenKeys decodes the configured hex HMAC keys; a secret that is not
@@ -131,12 +198,11 @@ func (a *Adyen) Verify(r Request, secrets [][]byte, now time.Time) error {
 	}
 	keys := adyenKeys(secrets)
 	for i, p := range items {
-		rawSig, ok := p.item.AdditionalData["hmacSignature"]
-		if !ok {
+		if p.sig == nil {
 			return fmt.Errorf("%w: adyen: item %d has no hmacSignature", ErrNotSigned, i)
 		}
-		var enc string
-		if json.Unmarshal(rawSig, &enc) != nil {
+		enc, ok := jsonString(p.sig)
+		if !ok {
 			return fmt.Errorf("%w: adyen: item %d's hmacSignature is not a string", ErrMalformedHeader, i)
 		}
 		sig, ok := decodeBase64(enc, sha256.Size)
@@ -148,7 +214,7 @@ func (a *Adyen) Verify(r Request, secrets [][]byte, now time.Time) error {
 		}
 		matched := false
 		for _, k := range keys {
-			matched = matched || hmac.Equal(macOf(sha256.New, k, []byte(p.signed)), sig)
+			matched = matched || hmac.Equal(macOf(sha256.New, k, p.signed), sig)
 		}
 		if !matched {
 			return fmt.Errorf("%w: adyen: item %d", ErrNoMatch, i)
@@ -170,25 +236,25 @@ func (a *Adyen) Split(r Request) ([]Identity, error) {
 	}
 	out := make([]Identity, 0, len(items))
 	for _, p := range items {
-		it := p.item
-		id := it.PspReference + ":" + it.EventCode + ":" + it.Success
-		if it.PspReference == "" || it.EventCode == "" || (it.Success != "true" && it.Success != "false") || !validID(id) {
+		psp, code, success, merchant := p.f[adyenPsp], p.f[adyenEventCode], p.f[adyenSuccess], p.f[adyenMerchant]
+		id := psp + ":" + code + ":" + success
+		if psp == "" || code == "" || (success != "true" && success != "false") || !validID(id) {
 			return nil, fmt.Errorf("%w: adyen: an item without pspReference, eventCode or a success of true or false", ErrInvalidPayload)
 		}
 		var created time.Time
-		if it.EventDate != "" {
-			if created, err = time.Parse(time.RFC3339, it.EventDate); err != nil {
+		if date := p.f[adyenEventDate]; date != "" {
+			if created, err = time.Parse(time.RFC3339, date); err != nil {
 				return nil, fmt.Errorf("%w: adyen: eventDate: %v", ErrInvalidPayload, err)
 			}
 		}
 		attrs := map[string]string{}
-		if it.MerchantAccountCode != "" && len(it.MerchantAccountCode) <= MaxIdentity {
-			attrs["merchant_account"] = it.MerchantAccountCode
+		if merchant != "" && len(merchant) <= MaxIdentity {
+			attrs["merchant_account"] = merchant
 		}
 		if live == "true" || live == "false" {
 			attrs["live"] = live
 		}
-		out = append(out, Identity{ID: id, Type: it.EventCode, Created: created.UTC(), Payload: p.raw, Attributes: attrs})
+		out = append(out, Identity{ID: id, Type: code, Created: created.UTC(), Payload: p.raw, Attributes: attrs})
 	}
 	return out, nil
 }
@@ -231,7 +297,7 @@ func (a *Adyen) Sign(r *Request, key []byte, now time.Time) error {
 		if add == nil {
 			add = map[string]any{}
 		}
-		add["hmacSignature"] = base64.StdEncoding.EncodeToString(macOf(sha256.New, keys[0], []byte(p.signed)))
+		add["hmacSignature"] = base64.StdEncoding.EncodeToString(macOf(sha256.New, keys[0], p.signed))
 		item["additionalData"] = add
 	}
 	body, err := json.Marshal(doc)

@@ -185,6 +185,19 @@ func adyenMalformedRuns(tb testing.TB) []malformedRun {
 		"signed with escaped colons":   {adyenBody(adyenItemJSON(adyenSign(adyenKey, strings.ReplaceAll(adyenSigned, ":", `\:`)))), ErrNoMatch},
 		"signed in another order":      {adyenBody(adyenItemJSON(adyenSign(adyenKey, "TestMerchant:7914073381342284::TestPayment-1407325143704:1130:EUR:AUTHORISATION:true"))), ErrNoMatch},
 		"a good and an unsigned item":  {adyenBody(adyenItemJSON(sig), adyenItemJSON(sig, `"additionalData":{"hmacSignature":"`+sig+`"},`, "")), ErrNotSigned},
+		// A body encoding/json (a handler's reading of the stored item)
+		// would read otherwise than the signature covers.
+		"PSPREFERENCE beside pspReference":   {adyenBody(adyenItemJSON(sig, `"reason"`, `"PSPREFERENCE":"1","reason"`)), ErrNotSigned},
+		"pspreference after pspReference":    {adyenBody(adyenItemJSON(sig, `"success":"true"`, `"success":"true","pspreference":"1"`)), ErrNotSigned},
+		"pspReference twice":                 {adyenBody(adyenItemJSON(sig, `"reason"`, `"pspReference":"7914073381342284","reason"`)), ErrNotSigned},
+		"Success beside success":             {adyenBody(adyenItemJSON(sig, `"reason"`, `"Success":"false","reason"`)), ErrNotSigned},
+		"Value beside value":                 {adyenBody(adyenItemJSON(sig, `"value":1130`, `"value":1130,"Value":1`)), ErrNotSigned},
+		"EVENTCODE beside eventCode":         {adyenBody(adyenItemJSON(sig, `"reason"`, `"EVENTCODE":"REFUND","reason"`)), ErrNotSigned},
+		"an escaped key repeating eventCode": {adyenBody(adyenItemJSON(sig, `"reason"`, `"eventCod\u0065":"REFUND","reason"`)), ErrNotSigned},
+		"notificationrequestitem beside":     {[]byte(`{"live":"false","notificationItems":[{"NotificationRequestItem":` + adyenItemJSON(sig) + `,"notificationrequestitem":{}}]}`), ErrNotSigned},
+		"NotificationItems beside":           {[]byte(`{"live":"false","notificationItems":[{"NotificationRequestItem":` + adyenItemJSON(sig) + `}],"NotificationItems":[]}`), ErrNotSigned},
+		"invalid UTF-8 in a signed field":    {adyenBody(adyenItemJSON(sig, `"TestMerchant"`, "\"Test\xffMerchant\"")), ErrNotSigned},
+		"live a number":                      {[]byte(`{"live":1,"notificationItems":[{"NotificationRequestItem":` + adyenItemJSON(sig) + `}]}`), ErrNotSigned},
 	} {
 		add(name, c.body, c.want)
 	}

@@ -7,6 +7,7 @@ import (
 	"math"
 	"math/bits"
 	"strconv"
+	"strings"
 	"unicode/utf8"
 )
 
@@ -722,4 +723,77 @@ func jsonMembers(body []byte, each func(key []byte, escaped bool, raw []byte) er
 			return errJSON
 		}
 	}
+}
+
+// jsonFieldsStrict is jsonFields for bodies whose members another parser
+// may read as well: it also refuses a wanted key given twice, or beside
+// one that differs from it only in case (which encoding/json would match
+// to the same field).
+func jsonFieldsStrict(body []byte, keys []string, out [][]byte) error {
+	clear(out)
+	return jsonMembers(body, func(key []byte, escaped bool, raw []byte) error {
+		if escaped {
+			k, ok := unquote(key)
+			if !ok {
+				return errJSON
+			}
+			key = []byte(k)
+		}
+		ascii := !escaped && isASCII(key)
+		for n, k := range keys {
+			switch {
+			case ascii && len(key) != len(k):
+				// Neither equal nor, in ASCII, equal under folding.
+			case string(key) == k:
+				if out[n] != nil {
+					return errJSON
+				}
+				out[n] = raw
+			case foldEqual(key, k):
+				return errJSON
+			}
+		}
+		return nil
+	})
+}
+
+// foldEqual reports whether key equals name under Unicode case folding,
+// as encoding/json matches member names to fields; without a copy when
+// key is ASCII, and at once when an ASCII key's length differs.
+func foldEqual(key []byte, name string) bool {
+	ascii := true
+	for _, c := range key {
+		if c >= utf8.RuneSelf {
+			ascii = false
+			break
+		}
+	}
+	if !ascii {
+		return strings.EqualFold(string(key), name)
+	}
+	if len(key) != len(name) {
+		return false
+	}
+	lower := func(c byte) byte {
+		if 'A' <= c && c <= 'Z' {
+			return c + 'a' - 'A'
+		}
+		return c
+	}
+	for i, c := range key {
+		if lower(c) != lower(name[i]) {
+			return false
+		}
+	}
+	return true
+}
+
+// isASCII reports whether b is all ASCII.
+func isASCII(b []byte) bool {
+	for _, c := range b {
+		if c >= utf8.RuneSelf {
+			return false
+		}
+	}
+	return true
 }

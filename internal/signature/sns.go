@@ -14,7 +14,6 @@ import (
 	"net/url"
 	"strings"
 	"time"
-	"unicode/utf8"
 )
 
 // SNS's message types, the body's "Type".
@@ -183,32 +182,6 @@ var (
 	snsNeedNotification = []int{snsMessageID, snsTopicArn, snsMessage, snsTimestamp, snsSignatureVersion, snsSigningCertURL}
 	snsNeedConfirmation = append(append([]int(nil), snsNeedNotification...), snsToken, snsSubscribeURL)
 )
-
-// foldEqual reports whether key equals name under Unicode case folding,
-// as encoding/json matches member names to fields; without a copy when
-// key is ASCII.
-func foldEqual(key []byte, name string) bool {
-	for _, c := range key {
-		if c >= utf8.RuneSelf {
-			return strings.EqualFold(string(key), name)
-		}
-	}
-	if len(key) != len(name) {
-		return false
-	}
-	lower := func(c byte) byte {
-		if 'A' <= c && c <= 'Z' {
-			return c + 'a' - 'A'
-		}
-		return c
-	}
-	for i, c := range key {
-		if lower(c) != lower(name[i]) {
-			return false
-		}
-	}
-	return true
-}
 
 // snsHost is the SNS endpoint of a topic's region, from its ARN
 // (arn:<partition>:sns:<region>:<account>:<name>): sns.<region>.amazonaws.com,
