@@ -122,24 +122,45 @@ func (f *Fetcher) Certificate(ctx context.Context, url string) (*x509.Certificat
 		f.fetches++
 		f.mu.Unlock()
 
-		cert, err := f.fetch(ctx, url)
-		f.mu.Lock()
-		now := f.now()
-		switch {
-		case err == nil:
-			e.cert, e.expires = cert, now.Add(TTL)
-			if cert.NotAfter.Before(e.expires) {
-				e.expires = cert.NotAfter
-			}
-		case errors.Is(err, ErrRefused):
-			e.err, e.expires = err, now.Add(RefusedTTL)
-		default:
-			delete(f.entries, url) // transient: the next delivery tries again
-		}
-		close(e.done)
-		f.mu.Unlock()
+		cert, err := f.settle(ctx, url, e)
 		return cert, err
 	}
+}
+
+// settle fetches url for its entry e and records the outcome: a
+// certificate until TTL (never past its NotAfter), a refusal until
+// RefusedTTL; a transient failure, or a panic, removes e so that the
+// next caller fetches again. Either way e's waiters are released.
+func (f *Fetcher) settle(ctx context.Context, url string, e *entry) (cert *x509.Certificate, err error) {
+	settled := false
+	defer func() {
+		if !settled {
+			f.mu.Lock()
+			if f.entries[url] == e {
+				delete(f.entries, url)
+			}
+			close(e.done)
+			f.mu.Unlock()
+		}
+	}()
+	cert, err = f.fetch(ctx, url)
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	settled = true
+	now := f.now()
+	switch {
+	case err == nil:
+		e.cert, e.expires = cert, now.Add(TTL)
+		if cert.NotAfter.Before(e.expires) {
+			e.expires = cert.NotAfter
+		}
+	case errors.Is(err, ErrRefused):
+		e.err, e.expires = err, now.Add(RefusedTTL)
+	case f.entries[url] == e:
+		delete(f.entries, url) // transient: the next delivery tries again
+	}
+	close(e.done)
+	return cert, err
 }
 
 // evictLocked makes room for one entry: it drops the expired ones and,

@@ -260,3 +260,71 @@ func TestConfirm(t *testing.T) {
 		t.Fatalf("confirmations are never cached: %v, %d hits", err, s.hits.Load())
 	}
 }
+
+// TestWaiterKeepsItsOwnDeadline: a caller waiting on another's fetch gives
+// up at its own deadline, and the fetch goes on for the one who started it.
+func TestWaiterKeepsItsOwnDeadline(t *testing.T) {
+	release := make(chan struct{})
+	s := newServer(t, map[string]http.HandlerFunc{"/c.pem": func(w http.ResponseWriter, r *http.Request) {
+		<-release
+		w.Write(certPEM(t, time.Now().Add(time.Hour)))
+	}})
+	now := time.Now()
+	f := fetcher(s, &now)
+	leader := make(chan error, 1)
+	go func() {
+		_, err := f.Certificate(context.Background(), s.URL+"/c.pem")
+		leader <- err
+	}()
+	for s.hits.Load() == 0 {
+		time.Sleep(time.Millisecond)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	start := time.Now()
+	if _, err := f.Certificate(ctx, s.URL+"/c.pem"); !errors.Is(err, inbox.ErrUnavailable) {
+		t.Fatalf("waiter: %v, want ErrUnavailable at its deadline", err)
+	}
+	if waited := time.Since(start); waited > 2*time.Second {
+		t.Fatalf("waiter waited %s, past its own deadline", waited)
+	}
+	close(release)
+	if err := <-leader; err != nil {
+		t.Fatalf("leader: %v", err)
+	}
+}
+
+// panicky panics on its first round trip, then passes to next.
+type panicky struct {
+	next   http.RoundTripper
+	panics atomic.Int64
+}
+
+func (p *panicky) RoundTrip(r *http.Request) (*http.Response, error) {
+	if p.panics.Add(1) == 1 {
+		panic("injected")
+	}
+	return p.next.RoundTrip(r)
+}
+
+// TestPanicLeavesNoEntryInFlight: a fetch that panics releases its
+// waiters and leaves nothing behind, so the next caller fetches.
+func TestPanicLeavesNoEntryInFlight(t *testing.T) {
+	s := newServer(t, map[string]http.HandlerFunc{"/c.pem": serve(certPEM(t, time.Now().Add(time.Hour)))})
+	now := time.Now()
+	f := fetcher(s, &now)
+	f.client.Transport = &panicky{next: f.client.Transport}
+	func() {
+		defer func() {
+			if recover() == nil {
+				t.Fatal("no panic")
+			}
+		}()
+		f.Certificate(context.Background(), s.URL+"/c.pem")
+	}()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	if _, err := f.Certificate(ctx, s.URL+"/c.pem"); err != nil {
+		t.Fatalf("after a panic: %v", err)
+	}
+}

@@ -46,11 +46,15 @@ import (
 // certScheme is a certificate-signed scheme driven by fields.
 type certScheme struct {
 	certURL      func(signature.Request) (string, error)
+	precheck     func(signature.Request) error
 	verify       func(signature.Request) error
 	confirmation func(signature.Request) (string, signature.Reply, bool, error)
 }
 
 func (c *certScheme) CertificateURL(r signature.Request) (string, error) { return c.certURL(r) }
+func (c *certScheme) Precheck(r signature.Request, _ [][]byte, _ time.Time) error {
+	return c.precheck(r)
+}
 func (c *certScheme) Verify(r signature.Request, _ [][]byte, _ time.Time) error {
 	return c.verify(r)
 }
@@ -108,6 +112,7 @@ func TestCertifiedDeliveries(t *testing.T) {
 		name          string
 		body          string
 		urlErr        error
+		precheckErr   error
 		fetchErr      error
 		verifyErr     error
 		confirm       bool
@@ -122,6 +127,8 @@ func TestCertifiedDeliveries(t *testing.T) {
 		{name: "notification", body: "n1", wantStatus: 202, wantFetch: true, wantStored: true, wantSecretGet: true},
 		{name: "certificate URL refused", body: "n1", urlErr: signature.ErrUntrustedCertificate, wantStatus: 401},
 		{name: "unsigned", body: "n1", urlErr: signature.ErrNotSigned, wantStatus: 401},
+		{name: "another topic", body: "n1", precheckErr: signature.ErrNoMatch, wantStatus: 401, wantSecretGet: true},
+		{name: "out of its window", body: "n1", precheckErr: signature.ErrTooOld, wantStatus: 401, wantSecretGet: true},
 		{name: "certificate refused by the provider", body: "n1", fetchErr: errRefused, wantStatus: 401, wantFetch: true, wantSecretGet: true},
 		{name: "certificate unavailable", body: "n1", fetchErr: errTransient, wantStatus: 503, wantFetch: true, wantSecretGet: true},
 		{name: "bad signature", body: "n1", verifyErr: signature.ErrNoMatch, wantStatus: 401, wantFetch: true, wantSecretGet: true},
@@ -135,6 +142,12 @@ func TestCertifiedDeliveries(t *testing.T) {
 			var verified *x509.Certificate
 			cs := &certScheme{
 				certURL: func(signature.Request) (string, error) { return certURL, tc.urlErr },
+				precheck: func(r signature.Request) error {
+					if r.Certificate != nil {
+						t.Error("Precheck given a certificate: it must run before the fetch")
+					}
+					return tc.precheckErr
+				},
 				verify: func(r signature.Request) error {
 					verified = r.Certificate
 					return tc.verifyErr

@@ -328,8 +328,15 @@ func (h *Handler) handle(ctx context.Context, req apigw.Request, now time.Time) 
 		}
 	}
 	if certURL != "" {
-		// Fetched (or found in the cache) within ctx, the invocation's
-		// deadline less the answer's margin.
+		// Everything but the signature first (the window, the topic or
+		// webhook id), so that nothing is fetched for a delivery that
+		// could not verify. Then the certificate, fetched (or found in
+		// the cache) within ctx: the invocation's deadline less the
+		// answer's margin.
+		var res *result
+		if keys, res = h.verify(ctx, secretID, keys, func(k source.Keys) error { return certified.Precheck(sreq, k.Signing, now) }); res != nil {
+			return *res
+		}
 		cert, err := h.cfg.Remote.Certificate(ctx, certURL)
 		switch {
 		case errors.Is(err, inbox.ErrUnavailable):

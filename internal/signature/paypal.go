@@ -101,51 +101,14 @@ func paypalField(r Request, name string) (string, error) {
 // Verify implements Scheme: r.Certificate must be the one CertificateURL
 // named.
 func (p *PayPal) Verify(r Request, secrets [][]byte, now time.Time) error {
-	sigRaw, err := header(r.Header, PayPalTransmissionSigHeader)
+	v, err := p.precheck(r, secrets, now)
 	if err != nil {
 		return err
-	}
-	if _, err := p.CertificateURL(r); err != nil {
-		return err
-	}
-	id, err := paypalField(r, PayPalTransmissionIDHeader)
-	if err != nil {
-		return err
-	}
-	tsRaw, err := paypalField(r, PayPalTransmissionTimeHeader)
-	if err != nil {
-		return err
-	}
-	algo, err := header(r.Header, PayPalAuthAlgoHeader)
-	if err != nil {
-		return fmt.Errorf("%w: paypal: no %s", ErrMalformedHeader, PayPalAuthAlgoHeader)
-	}
-	if algo != "SHA256withRSA" {
-		return fmt.Errorf("%w: paypal: %s %q (want SHA256withRSA)", ErrMalformedHeader, PayPalAuthAlgoHeader, clip(algo))
-	}
-	sig, ok := decodeRSASignature(sigRaw)
-	if !ok {
-		return fmt.Errorf("%w: paypal: %s is not base64", ErrMalformedHeader, PayPalTransmissionSigHeader)
-	}
-	ts, err := time.Parse(time.RFC3339Nano, tsRaw)
-	if err != nil {
-		return fmt.Errorf("%w: paypal: %s: %v", ErrMalformedHeader, PayPalTransmissionTimeHeader, err)
-	}
-	if now.Sub(ts) > p.tolerance {
-		return ErrTooOld
-	}
-	if ts.Sub(now) > DefaultTolerance {
-		return ErrTooNew
 	}
 	crc := strconv.FormatUint(uint64(crc32.ChecksumIEEE(r.Body)), 10)
-	usable := false
-	for _, webhookID := range secrets {
-		if len(webhookID) == 0 || strings.IndexByte(string(webhookID), '|') >= 0 {
-			continue
-		}
-		usable = true
-		digest := sha256.Sum256([]byte(id + "|" + tsRaw + "|" + string(webhookID) + "|" + crc))
-		switch err := verifyCertRSA(r.Certificate, now, crypto.SHA256, digest[:], sig); err {
+	for _, webhookID := range v.webhookIDs {
+		digest := sha256.Sum256([]byte(v.id + "|" + v.ts + "|" + string(webhookID) + "|" + crc))
+		switch err := verifyCertRSA(r.Certificate, now, crypto.SHA256, digest[:], v.sig); err {
 		case nil:
 			return nil
 		case ErrNoMatch:
@@ -153,10 +116,68 @@ func (p *PayPal) Verify(r Request, secrets [][]byte, now time.Time) error {
 			return err
 		}
 	}
-	if !usable {
-		return ErrNoSecret
-	}
 	return ErrNoMatch
+}
+
+// Precheck implements Certified.
+func (p *PayPal) Precheck(r Request, secrets [][]byte, now time.Time) error {
+	_, err := p.precheck(r, secrets, now)
+	return err
+}
+
+// paypalChecked is what precheck leaves for the signature check.
+type paypalChecked struct {
+	sig        []byte
+	id, ts     string
+	webhookIDs [][]byte
+}
+
+func (p *PayPal) precheck(r Request, secrets [][]byte, now time.Time) (paypalChecked, error) {
+	var v paypalChecked
+	sigRaw, err := header(r.Header, PayPalTransmissionSigHeader)
+	if err != nil {
+		return v, err
+	}
+	if _, err := p.CertificateURL(r); err != nil {
+		return v, err
+	}
+	if v.id, err = paypalField(r, PayPalTransmissionIDHeader); err != nil {
+		return v, err
+	}
+	if v.ts, err = paypalField(r, PayPalTransmissionTimeHeader); err != nil {
+		return v, err
+	}
+	algo, err := header(r.Header, PayPalAuthAlgoHeader)
+	if err != nil {
+		return v, fmt.Errorf("%w: paypal: no %s", ErrMalformedHeader, PayPalAuthAlgoHeader)
+	}
+	if algo != "SHA256withRSA" {
+		return v, fmt.Errorf("%w: paypal: %s %q (want SHA256withRSA)", ErrMalformedHeader, PayPalAuthAlgoHeader, clip(algo))
+	}
+	sig, ok := decodeRSASignature(sigRaw)
+	if !ok {
+		return v, fmt.Errorf("%w: paypal: %s is not base64", ErrMalformedHeader, PayPalTransmissionSigHeader)
+	}
+	v.sig = sig
+	ts, err := time.Parse(time.RFC3339Nano, v.ts)
+	if err != nil {
+		return v, fmt.Errorf("%w: paypal: %s: %v", ErrMalformedHeader, PayPalTransmissionTimeHeader, err)
+	}
+	if now.Sub(ts) > p.tolerance {
+		return v, ErrTooOld
+	}
+	if ts.Sub(now) > DefaultTolerance {
+		return v, ErrTooNew
+	}
+	for _, webhookID := range secrets {
+		if len(webhookID) > 0 && strings.IndexByte(string(webhookID), '|') < 0 {
+			v.webhookIDs = append(v.webhookIDs, webhookID)
+		}
+	}
+	if len(v.webhookIDs) == 0 {
+		return v, ErrNoSecret
+	}
+	return v, nil
 }
 
 var paypalFields = []string{"id", "event_type", "create_time"}

@@ -138,6 +138,11 @@ type Certified interface {
 	// naming none is ErrNotSigned; a URL the allow-list refuses is
 	// ErrUntrustedCertificate (both wrapped), and is never fetched.
 	CertificateURL(r Request) (string, error)
+	// Precheck is everything Verify checks but the signature itself (the
+	// window, the configured topics or webhook ids, the headers' form),
+	// so that a delivery that could never verify is refused before its
+	// certificate is fetched.
+	Precheck(r Request, secrets [][]byte, now time.Time) error
 }
 
 // Confirmer is implemented by schemes whose provider confirms a

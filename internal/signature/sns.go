@@ -175,6 +175,17 @@ func snsParse(body []byte) (snsMsg, error) {
 			return m, fmt.Errorf("%w: sns: %s message without %s", ErrMalformedHeader, m.f[snsType], snsKeys[n])
 		}
 	}
+	// The signed string is "<name>\n<value>\n" per member: with a line
+	// break in a member other than Message, two messages could share it
+	// (a Message ending "\nMessageId\n<id>" against a MessageId). AWS
+	// sends none (ids are UUIDs, a Subject may have no line break), so
+	// any control character there is refused, and the string has one
+	// reading.
+	for n := range m.f {
+		if n != snsMessage && hasControl(m.f[n]) {
+			return m, fmt.Errorf("%w: sns: %s has a control character", ErrMalformedHeader, snsKeys[n])
+		}
+	}
 	return m, nil
 }
 
@@ -208,18 +219,45 @@ func snsHost(arn string) (string, error) {
 	return "", fmt.Errorf("%w: sns: TopicArn in partition %q", ErrUntrustedCertificate, clip(partition))
 }
 
-// isRegion reports whether s can be an AWS region name: 1 to 32 bytes of
-// lower-case letters, digits and hyphens.
+// isRegion reports whether s has the form of an AWS region name,
+// <2 letters>-[gov-]<letters>-<digits> (us-east-1, us-gov-west-1,
+// cn-north-1), so that sns.<region>.amazonaws.com can only name an SNS
+// endpoint: S3 serves a bucket called "sns" at sns.s3.amazonaws.com.
 func isRegion(s string) bool {
-	if s == "" || len(s) > 32 {
+	if len(s) > 32 || len(s) < 6 || !isLower(s[:2]) || s[2] != '-' {
 		return false
 	}
-	for i := 0; i < len(s); i++ {
-		if c := s[i]; (c < 'a' || c > 'z') && (c < '0' || c > '9') && c != '-' {
+	rest := strings.TrimPrefix(s[3:], "gov-")
+	area, num, ok := strings.Cut(rest, "-")
+	if !ok || !isLower(area) || num == "" {
+		return false
+	}
+	for i := 0; i < len(num); i++ {
+		if num[i] < '0' || num[i] > '9' {
 			return false
 		}
 	}
 	return true
+}
+
+// isLower reports whether s is one or more lower-case ASCII letters.
+func isLower(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] < 'a' || s[i] > 'z' {
+			return false
+		}
+	}
+	return s != ""
+}
+
+// hasControl reports whether b holds an ASCII control character.
+func hasControl(b []byte) bool {
+	for _, c := range b {
+		if c < 0x20 || c == 0x7f {
+			return true
+		}
+	}
+	return false
 }
 
 // clip shortens a value quoted in an error.
@@ -296,38 +334,60 @@ func snsDigest(m snsMsg) (crypto.Hash, []byte, error) {
 // Verify implements Scheme: r.Certificate must be the one CertificateURL
 // named.
 func (s *SNS) Verify(r Request, secrets [][]byte, now time.Time) error {
-	m, err := snsParse(r.Body)
+	v, err := s.precheck(r, secrets, now)
 	if err != nil {
 		return err
 	}
+	return verifyCertRSA(r.Certificate, now, v.hash, v.digest, v.sig)
+}
+
+// Precheck implements Certified.
+func (s *SNS) Precheck(r Request, secrets [][]byte, now time.Time) error {
+	_, err := s.precheck(r, secrets, now)
+	return err
+}
+
+// snsChecked is what precheck leaves for the signature check.
+type snsChecked struct {
+	hash   crypto.Hash
+	digest []byte
+	sig    []byte
+}
+
+func (s *SNS) precheck(r Request, secrets [][]byte, now time.Time) (snsChecked, error) {
+	var v snsChecked
+	m, err := snsParse(r.Body)
+	if err != nil {
+		return v, err
+	}
 	if _, err := snsCertURL(m); err != nil {
-		return err
+		return v, err
 	}
 	sig, ok := decodeRSASignature(m.f[snsSignature])
 	if !ok {
-		return fmt.Errorf("%w: sns: Signature is not base64", ErrMalformedHeader)
+		return v, fmt.Errorf("%w: sns: Signature is not base64", ErrMalformedHeader)
 	}
 	h, digest, err := snsDigest(m)
 	if err != nil {
-		return err
+		return v, err
 	}
 	ts, err := time.Parse(time.RFC3339Nano, m.s(snsTimestamp))
 	if err != nil {
-		return fmt.Errorf("%w: sns: Timestamp: %v", ErrMalformedHeader, err)
+		return v, fmt.Errorf("%w: sns: Timestamp: %v", ErrMalformedHeader, err)
 	}
 	if now.Sub(ts) > s.tolerance {
-		return ErrTooOld
+		return v, ErrTooOld
 	}
 	if ts.Sub(now) > snsMaxSkew {
-		return ErrTooNew
+		return v, ErrTooNew
 	}
 	if err := matchCredential(m.f[snsTopicArn], secrets); err != nil {
 		if errors.Is(err, ErrNoMatch) {
-			return fmt.Errorf("%w: sns: topic %s is not one the endpoint accepts", ErrNoMatch, clip(m.s(snsTopicArn)))
+			return v, fmt.Errorf("%w: sns: topic %s is not one the endpoint accepts", ErrNoMatch, clip(m.s(snsTopicArn)))
 		}
-		return err
+		return v, err
 	}
-	return verifyCertRSA(r.Certificate, now, h, digest, sig)
+	return snsChecked{hash: h, digest: digest, sig: sig}, nil
 }
 
 // Identify implements Scheme. ID is the MessageId, kept on every retry;

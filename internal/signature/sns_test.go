@@ -259,7 +259,19 @@ func snsMalformedRuns(tb testing.TB) []malformedRun {
 	add("Timestamp empty", replaceMember(tb, goodBody, `"Timestamp":"`+good["Timestamp"]+`"`, `"Timestamp":""`), ErrMalformedHeader)
 
 	add("topic not one the endpoint accepts", resigned(n.with("TopicArn", "arn:aws:sns:us-east-1:999999999999:orders")), ErrNoMatch)
-	add("topic of another partition", resigned(n.with("TopicArn", "arn:aws-iso:sns:us-iso-east-1:123456789012:orders")), ErrUntrustedCertificate)
+	add("topic of another partition", resigned(n.with("TopicArn", "arn:aws-iso:sns:us-iso-east-1:123456789012:orders")), errRejected)
+	add("topic of an unknown partition", resigned(n.with("TopicArn", "arn:aws-xx:sns:us-east-1:123456789012:orders")), ErrUntrustedCertificate)
+	add("topic in S3's region-less host", resigned(n.with("TopicArn", "arn:aws:sns:s3:1:t", "SigningCertURL", "https://sns.s3.amazonaws.com/SimpleNotificationService-x.pem")), ErrMalformedHeader)
+	add("topic in s3-us-west-2", resigned(n.with("TopicArn", "arn:aws:sns:s3-us-west-2:1:t", "SigningCertURL", "https://sns.s3-us-west-2.amazonaws.com/SimpleNotificationService-x.pem")), ErrMalformedHeader)
+	// A line break in a signed member other than Message would let two
+	// messages share one signed string (see snsParse).
+	resplit := snsSignAs(tb, n.with("Subject", "", "Message", "ok, user wrote:\nMessageId\nforged-1\nSubject\nhi"), key, "2")
+	add("genuine Message with line breaks", resplit.body(), nil)
+	add("re-split into MessageId and Subject", resplit.with("Message", "ok, user wrote:", "MessageId", "forged-1", "Subject", "hi\nMessageId\n"+resplit["MessageId"]).body(), ErrMalformedHeader)
+	add("MessageId with a line break", resigned(n.with("MessageId", "a\nb")), ErrMalformedHeader)
+	add("Subject with a line break", resigned(n.with("Subject", "a\nb")), ErrMalformedHeader)
+	add("Subject with a tab", resigned(n.with("Subject", "a\tb")), ErrMalformedHeader)
+	add("Token with a line break", resigned(snsConfirmation(SNSSubscriptionConfirmation).with("Token", "a\nb")), ErrMalformedHeader)
 	add("topic not an ARN", resigned(n.with("TopicArn", "orders")), ErrMalformedHeader)
 	add("topic of another service", resigned(n.with("TopicArn", "arn:aws:sqs:us-east-1:123456789012:orders")), ErrMalformedHeader)
 	add("topic with an upper-case region", resigned(n.with("TopicArn", "arn:aws:sns:US-EAST-1:123456789012:orders")), ErrMalformedHeader)
@@ -355,6 +367,11 @@ func TestSNSCertificateURL(t *testing.T) {
 		{snsTopic, "https://sns.us-east-1.amazonaws.com@evil.example/SimpleNotificationService-1.pem", ErrUntrustedCertificate},
 		{"arn:aws:sns:us-east-1", snsTestCertURL, ErrMalformedHeader},
 		{"arn:aws:sns:us_east_1:1:t", "https://sns.us_east_1.amazonaws.com/SimpleNotificationService-1.pem", ErrMalformedHeader},
+		{"arn:aws:sns:s3:1:t", "https://sns.s3.amazonaws.com/SimpleNotificationService-1.pem", ErrMalformedHeader},
+		{"arn:aws:sns:s3-external-1:1:t", "https://sns.s3-external-1.amazonaws.com/SimpleNotificationService-1.pem", ErrMalformedHeader},
+		{"arn:aws:sns:ap-southeast-7:1:t", "https://sns.ap-southeast-7.amazonaws.com/SimpleNotificationService-1.pem", nil},
+		{"arn:aws:sns:us-east-:1:t", "https://sns.us-east-.amazonaws.com/SimpleNotificationService-1.pem", ErrMalformedHeader},
+		{"arn:aws:sns:usa-east-1:1:t", "https://sns.usa-east-1.amazonaws.com/SimpleNotificationService-1.pem", ErrMalformedHeader},
 	} {
 		m := snsNotification().with("TopicArn", tc.topic, "SigningCertURL", tc.url, "Signature", "AAAA", "SignatureVersion", "2")
 		got, err := s.CertificateURL(snsRequest(m.body(), nil))
@@ -569,5 +586,33 @@ func TestSNSProviderVectors(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestSNSPrecheck: everything Verify checks but the signature, so that a
+// message for another topic, or out of its window, is refused before its
+// certificate is fetched; a message Precheck passes fails Verify only for
+// its signature or certificate.
+func TestSNSPrecheck(t *testing.T) {
+	s := mustNew(t, NewSNS, Options{})
+	good := snsSignAs(t, snsNotification(), testRSA(), "2")
+	for _, tc := range []struct {
+		name    string
+		body    []byte
+		secrets [][]byte
+		want    error
+	}{
+		{"valid", good.body(), snsSecrets, nil},
+		{"another topic", good.body(), [][]byte{[]byte(snsOtherTopic)}, ErrNoMatch},
+		{"no topics", good.body(), nil, ErrNoSecret},
+		{"too old", snsSignAs(t, snsNotification().with("Timestamp", testNow.Add(-2*time.Hour).UTC().Format(time.RFC3339Nano)), testRSA(), "2").body(), snsSecrets, ErrTooOld},
+		{"untrusted URL", good.with("SigningCertURL", "https://evil.example/SimpleNotificationService-1.pem").body(), snsSecrets, ErrUntrustedCertificate},
+		{"bad signature encoding", good.with("Signature", "!").body(), snsSecrets, ErrMalformedHeader},
+		{"a bad signature still passes", good.with("Signature", base64.StdEncoding.EncodeToString(make([]byte, 256))).body(), snsSecrets, nil},
+	} {
+		err := s.Precheck(snsRequest(tc.body, nil), tc.secrets, testNow)
+		if !errors.Is(err, tc.want) && !(err == nil && tc.want == nil) {
+			t.Errorf("%s: %v, want %v", tc.name, err, tc.want)
+		}
 	}
 }
