@@ -461,6 +461,7 @@ func TestStrandedEventIsSwept(t *testing.T) {
 		IsSecretNotFound: secrets.IsNotFound, Store: e.store, MaxBodyBytes: c.MaxBodyBytes,
 		Queue:  &failOnce{q: queue.New(sqs.NewFromConfig(e.awsConfig), e.stack.Resources.QueueURL)},
 		Remote: certfetch.New(e.stack.Providers.Client()),
+		Nonces: e.store,
 		Logger: slog.New(slog.DiscardHandler),
 	})
 	if err != nil {

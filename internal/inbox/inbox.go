@@ -66,6 +66,10 @@ var (
 	// ErrUnavailable wraps failures of the store or queue that a retry may cure
 	// (throttling, timeouts, 5xx). The HTTP edge answers 503 for it.
 	ErrUnavailable = errors.New("inbox: dependency unavailable")
+	// ErrNonceUsed means a signed nonce was recorded already with another
+	// body (see signature.Nonced): the delivery replays a signature over
+	// bytes it does not cover.
+	ErrNonceUsed = errors.New("inbox: nonce used with another body")
 	// ErrConflict (always with ErrUnavailable) means a commit was
 	// cancelled by concurrent transactions on the same items, each time it
 	// was retried.

@@ -38,6 +38,9 @@ var _ API = (*dynamodb.Client)(nil)
 // prefixes the effects package gives.
 const (
 	eventPrefix = "event#"
+	// noncePrefix keys the nonces of signatures that do not cover the
+	// body's bytes (ClaimNonce).
+	noncePrefix = "nonce#"
 )
 
 // The unfinished-events index: a sparse global secondary index over the
@@ -380,6 +383,35 @@ func (s *Store) insert(ctx context.Context, e inbox.Event, z []byte, now time.Ti
 		return inbox.Event{}, awserr.Wrap("insert "+e.Key.String(), err)
 	}
 	return e, nil
+}
+
+// ClaimNonce records a signed nonce (id: its source, account and value)
+// with binding (the SHA-256 of the body it came with) until until, when
+// its signature stops being accepted and the table's TTL removes it. A
+// nonce recorded already with the same binding is claimed again (the
+// provider's retry of one delivery); with another, unexpired, it is
+// inbox.ErrNonceUsed. One conditional write, and no event item is
+// touched: a claim whose event is never stored (a crash, a 503) is
+// claimed again by the retry that stores it.
+func (s *Store) ClaimNonce(ctx context.Context, id, binding string, until, now time.Time) error {
+	_, err := s.api.PutItem(ctx, &dynamodb.PutItemInput{
+		TableName: &s.table,
+		Item: map[string]types.AttributeValue{
+			"pk":         str(noncePrefix + id),
+			"binding":    str(binding),
+			"expires_at": num(until.Unix()),
+		},
+		ConditionExpression:       aws.String("attribute_not_exists(pk) OR expires_at < :now OR binding = :binding"),
+		ExpressionAttributeValues: map[string]types.AttributeValue{":now": num(now.Unix()), ":binding": str(binding)},
+	})
+	var ccf *types.ConditionalCheckFailedException
+	switch {
+	case errors.As(err, &ccf):
+		return fmt.Errorf("claim nonce %s: %w", id, inbox.ErrNonceUsed)
+	case err != nil:
+		return awserr.Wrap("claim nonce "+id, err)
+	}
+	return nil
 }
 
 // Get returns the stored event, or inbox.ErrNotFound (also for an item

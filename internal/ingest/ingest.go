@@ -7,7 +7,9 @@ package ingest
 
 import (
 	"context"
+	"crypto/sha256"
 	"crypto/x509"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -58,6 +60,15 @@ type Remote interface {
 	Confirm(ctx context.Context, url string) error
 }
 
+// Nonces records the nonces of signatures that do not cover the body's
+// bytes (signature.Nonced).
+type Nonces interface {
+	// ClaimNonce records id with binding until until, or finds it recorded
+	// with the same binding: nil. Recorded with another, unexpired: an
+	// error wrapping inbox.ErrNonceUsed; unavailable: inbox.ErrUnavailable.
+	ClaimNonce(ctx context.Context, id, binding string, until, now time.Time) error
+}
+
 // Config holds a Handler's collaborators and limits.
 type Config struct {
 	Sources *source.Set
@@ -69,7 +80,9 @@ type Config struct {
 	Queue            Queue
 	// Remote is required when a source's scheme is signature.Certified or
 	// signature.Confirmer.
-	Remote       Remote
+	Remote Remote
+	// Nonces is required when a source's scheme is signature.Nonced.
+	Nonces       Nonces
 	MaxBodyBytes int
 	Logger       *slog.Logger
 	// Metrics, if it has a namespace, makes each request's log line
@@ -91,14 +104,16 @@ func New(cfg Config) (*Handler, error) {
 	case cfg.MaxBodyBytes <= 0:
 		return nil, errors.New("ingest: MaxBodyBytes must be positive")
 	}
-	if cfg.Remote == nil {
-		for _, name := range cfg.Sources.Names() {
-			src, _ := cfg.Sources.Lookup(name, "")
-			_, certified := src.Scheme.(signature.Certified)
-			_, confirms := src.Scheme.(signature.Confirmer)
-			if certified || confirms {
-				return nil, fmt.Errorf("ingest: source %s (%s) fetches from its provider: Config.Remote is required", name, src.Kind)
-			}
+	for _, name := range cfg.Sources.Names() {
+		src, _ := cfg.Sources.Lookup(name, "")
+		_, certified := src.Scheme.(signature.Certified)
+		_, confirms := src.Scheme.(signature.Confirmer)
+		_, nonced := src.Scheme.(signature.Nonced)
+		switch {
+		case (certified || confirms) && cfg.Remote == nil:
+			return nil, fmt.Errorf("ingest: source %s (%s) fetches from its provider: Config.Remote is required", name, src.Kind)
+		case nonced && cfg.Nonces == nil:
+			return nil, fmt.Errorf("ingest: source %s (%s) signs a nonce, not the body: Config.Nonces is required", name, src.Kind)
 		}
 	}
 	if cfg.Now == nil {
@@ -382,6 +397,19 @@ func (h *Handler) handle(ctx context.Context, req apigw.Request, now time.Time) 
 	ids, err := identify(src.Scheme, sreq)
 	if err != nil {
 		return fail(http.StatusBadRequest, outcomeInvalid, "malformed event: missing or invalid id, type or created", err)
+	}
+	if n, ok := src.Scheme.(signature.Nonced); ok {
+		// The signature does not cover these bytes: its nonce is taken
+		// with this body, once (see signature.Nonced).
+		nonce, until := n.Nonce(sreq)
+		sum := sha256.Sum256(req.Body)
+		err := h.cfg.Nonces.ClaimNonce(ctx, src.Name+"#"+account+"#"+nonce, hex.EncodeToString(sum[:]), until, now)
+		switch {
+		case errors.Is(err, inbox.ErrNonceUsed):
+			return rejected(err)
+		case err != nil:
+			return fail(http.StatusServiceUnavailable, outcomeError, "temporarily unavailable", err)
+		}
 	}
 	stored := h.store(ctx, src, account, ids, req, now)
 	if a, ok := src.Scheme.(signature.Acknowledger); ok && (stored.status == http.StatusOK || stored.status == http.StatusAccepted) {

@@ -44,6 +44,12 @@ const paypalCertPath = "/v1/notifications/certs/"
 // fetched over TLS by the caller (see Certified). Paypal-Auth-Algo must be
 // SHA256withRSA.
 //
+// The body is covered by its CRC32 only, which is no protection: anyone
+// holding one signed delivery can write another body with the same CRC32.
+// So the transmission id is a nonce (see Nonced): ingest accepts each
+// with the one body it first came with, and the signature is not kept
+// with the event.
+//
 // The secrets are the webhook ids the endpoint serves (the dashboard's
 // "Webhook ID"; live and sandbox differ): the id is signed, so PayPal's
 // signature of a delivery to another webhook does not verify here. The
@@ -56,6 +62,7 @@ type PayPal struct {
 var (
 	_ Scheme    = (*PayPal)(nil)
 	_ Certified = (*PayPal)(nil)
+	_ Nonced    = (*PayPal)(nil)
 	_ Signer    = (*PayPal)(nil)
 )
 
@@ -248,8 +255,19 @@ func (p *PayPal) Sign(r *Request, key []byte, now time.Time) error {
 	return nil
 }
 
+// Nonce implements Nonced: the transmission id, whose signature Verify
+// accepts until the transmission time plus the tolerance.
+func (p *PayPal) Nonce(r Request) (string, time.Time) {
+	id := hget(r.Header, PayPalTransmissionIDHeader)
+	ts, _ := time.Parse(time.RFC3339Nano, hget(r.Header, PayPalTransmissionTimeHeader))
+	return id, ts.Add(p.tolerance)
+}
+
 // KeptHeaders lists the delivery headers kept with the event (see
-// HeaderKeeper).
+// HeaderKeeper). Not the signature: with it, anyone reading the event
+// could sign another body of the same CRC32 until the window ends (the
+// nonce record refuses that, and keeping it would still be a standing
+// invitation).
 func (p *PayPal) KeptHeaders() []string {
-	return []string{PayPalTransmissionIDHeader, PayPalTransmissionTimeHeader, PayPalTransmissionSigHeader, PayPalCertURLHeader, PayPalAuthAlgoHeader}
+	return []string{PayPalTransmissionIDHeader, PayPalTransmissionTimeHeader, PayPalCertURLHeader, PayPalAuthAlgoHeader}
 }

@@ -145,6 +145,21 @@ type Certified interface {
 	Precheck(r Request, secrets [][]byte, now time.Time) error
 }
 
+// Nonced is implemented by schemes whose signature covers a nonce but not
+// the body's bytes under a cryptographic hash: Mailgun signs only a
+// timestamp and a token; PayPal covers the body with a CRC32, which
+// anyone can match with a few chosen bytes. A captured signature could
+// then carry another body. Ingest accepts each nonce with one body only:
+// it records the nonce with the body's SHA-256 until the signature's
+// window ends, and refuses the nonce with any other body as a bad
+// signature; the provider's retry of the same delivery (the same nonce
+// and body) is accepted again.
+type Nonced interface {
+	// Nonce is called only after Verify accepted r: the signed nonce, and
+	// the end of the window in which Verify accepts its signature.
+	Nonce(r Request) (nonce string, until time.Time)
+}
+
 // Confirmer is implemented by schemes whose provider confirms a
 // subscription by having the receiver fetch a URL that a signed delivery
 // carries (SNS's SubscribeURL).

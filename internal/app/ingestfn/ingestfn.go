@@ -29,11 +29,13 @@ import (
 // one that reaches its own stand-ins for those hosts instead, as its AWS
 // clients reach emulators: the allow-lists and the fetch are the same.
 func New(cfg config.Config, awsCfg aws.Config, log *slog.Logger, providers *http.Client) (*ingest.Handler, error) {
+	store := app.Store(cfg, awsCfg)
 	return ingest.New(ingest.Config{
 		Sources:          cfg.Sources,
 		Secrets:          secrets.NewStore(secretsmanager.NewFromConfig(awsCfg), app.SecretsTTL).WithRotationWindow(cfg.PreviousSecretWindow),
 		IsSecretNotFound: secrets.IsNotFound,
-		Store:            app.Store(cfg, awsCfg),
+		Store:            store,
+		Nonces:           store,
 		Queue:            queue.New(sqs.NewFromConfig(awsCfg), cfg.QueueURL),
 		Remote:           certfetch.New(providers),
 		MaxBodyBytes:     cfg.MaxBodyBytes,
