@@ -18,6 +18,7 @@ require (
 	github.com/aws/smithy-go v1.28.9
 	github.com/bwmarrin/discordgo v0.29.0
 	github.com/google/go-github/v74 v74.0.0
+	github.com/mailgun/mailgun-go/v4 v4.23.0
 	github.com/razorpay/razorpay-go v1.3.3
 	github.com/santhosh-tekuri/jsonschema/v6 v6.0.3
 	github.com/sendgrid/sendgrid-go v3.16.1+incompatible
@@ -45,9 +46,14 @@ require (
 	github.com/aws/aws-sdk-go-v2/service/sso v1.39.5 // indirect
 	github.com/aws/aws-sdk-go-v2/service/ssooidc v1.44.5 // indirect
 	github.com/aws/aws-sdk-go-v2/service/sts v1.52.0 // indirect
+	github.com/go-chi/chi/v5 v5.2.1 // indirect
 	github.com/golang/mock v1.6.0 // indirect
 	github.com/google/go-querystring v1.1.0 // indirect
 	github.com/gorilla/websocket v1.5.3 // indirect
+	github.com/json-iterator/go v1.1.12 // indirect
+	github.com/mailgun/errors v0.4.0 // indirect
+	github.com/modern-go/concurrent v0.0.0-20180228061459-e0a39a4cb421 // indirect
+	github.com/modern-go/reflect2 v1.0.2 // indirect
 	github.com/pkg/errors v0.9.1 // indirect
 	github.com/stretchr/testify v1.12.1 // indirect
 	golang.org/x/crypto v0.17.0 // indirect

@@ -500,6 +500,7 @@ var malformedSuites = map[string]func(testing.TB) []malformedRun{
 	"intercom":         intercomMalformedRuns,
 	"jira":             jiraMalformedRuns,
 	"linear":           linearMalformedRuns,
+	"mailgun":          mailgunMalformedRuns,
 	"meta":             metaMalformedRuns,
 	"mux":              muxMalformedRuns,
 	"okta":             oktaMalformedRuns,

@@ -286,6 +286,7 @@ var kinds = map[string]constructor{
 	"intercom":         func(o Options) (Scheme, error) { return NewIntercom(o) },
 	"jira":             func(o Options) (Scheme, error) { return NewJira(o) },
 	"linear":           func(o Options) (Scheme, error) { return NewLinear(o) },
+	"mailgun":          func(o Options) (Scheme, error) { return NewMailgun(o) },
 	"meta":             func(o Options) (Scheme, error) { return NewMeta(o) },
 	"mux":              func(o Options) (Scheme, error) { return NewMux(o) },
 	"okta":             func(o Options) (Scheme, error) { return NewOkta(o) },
