@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"maps"
+	"net/http"
 	"slices"
 	"strconv"
 	"strings"
@@ -150,6 +151,8 @@ type report struct {
 	// Large counts the workload's large events, InS3 those stored with
 	// their payload in its object.
 	Large, InS3 int
+	// Mailgun counts the workload's Mailgun events.
+	Mailgun int
 	// Operator is what the operator did; Reruns what the table says of
 	// the events re-run (by status/outcome), Resent and Resolved the rows
 	// reviewed (by state now).
@@ -183,7 +186,7 @@ func audit(ctx context.Context, sys *system, w *workload, st *sendStats, ops *op
 	if err != nil {
 		return nil, err
 	}
-	rep := &report{Events: len(w.Events), Deliveries: w.sends(), Stats: st, Large: w.Large, Operator: ops,
+	rep := &report{Events: len(w.Events), Deliveries: w.sends(), Stats: st, Large: w.Large, Mailgun: w.Mailgun, Operator: ops,
 		Status: map[string]int{}, Dead: map[string]int{}, Rows: map[string]int{}, Answers: map[string]int{},
 		Reruns: map[string]int{}, Resent: map[string]int{}, Resolved: map[string]int{}}
 	lost := func(f string, a ...any) { rep.Lost = append(rep.Lost, fmt.Sprintf(f, a...)) }
@@ -243,6 +246,16 @@ func audit(ctx context.Context, sys *system, w *workload, st *sendStats, ops *op
 		}
 	}
 
+	// A forged Mailgun delivery (another body under a delivered event's
+	// signature) is refused; one stored would show below too, as an event
+	// nobody asked for.
+	for _, k := range st.ForgedAccepted {
+		dup("%s: a forged delivery (another body under a used token) answered 2xx", k)
+	}
+	if n := st.ForgedAnswers[http.StatusUnauthorized]; n != st.Forged {
+		lost("forgeries: %d sent, %d answered 401 (%v)", st.Forged, n, st.ForgedAnswers)
+	}
+
 	// Every fact, entity and row the table holds must be one the workload
 	// asked for.
 	// Parts are in their event's scope: a Stripe tenant's, or GitHub's.
@@ -266,6 +279,10 @@ func audit(ctx context.Context, sys *system, w *workload, st *sendStats, ops *op
 			}
 		}
 		expected["event#"+ev.key()] = true
+		if ev.Mailgun != nil {
+			// The record of its token (inboxstore.Store.ClaimNonce).
+			expected["nonce#"+ev.Source+"#"+ev.Account+"#"+ev.Mailgun.Token] = true
+		}
 		// FORWARD's rows, one per route taking the event's type.
 		for _, r := range routes.Match(ev.Source, ev.Type) {
 			expected[in(effects.Outbound{Key: effects.KeyOf(ev.key(), forward.TargetOf(r))}.ID())] = true
@@ -668,6 +685,7 @@ func (r *report) print(out io.Writer) {
 	fmt.Fprintf(out, "torture: forwarded: %d events reached the bus's consumer, %d puts again (routes retry unknowns)\n", r.Forwarded, r.ForwardedAgain)
 	fmt.Fprintf(out, "torture: dlq: %d messages, %d of them stale copies of processed events (drain-dlq deletes them)\n", r.DLQ, r.DLQStale)
 	fmt.Fprintf(out, "torture: large payloads: %d events, %d of them stored with their payload in S3 (answered as without s3:ListBucket)\n", r.Large, r.InS3)
+	fmt.Fprintf(out, "torture: mailgun: %d events, a token each; %d forged deliveries (another body under a delivered event's signature), answered %v\n", r.Mailgun, st.Forged, st.ForgedAnswers)
 	if r.Operator != nil {
 		fmt.Fprintf(out, "torture: operator: %s\n", r.Operator.line())
 		fmt.Fprintf(out, "torture: operator: forced re-runs: %d events re-run %d times, now %s; none applied anything again (the ledger, membership, receipt and fact checks cover their effects)\n",

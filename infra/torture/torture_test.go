@@ -5,6 +5,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"os"
@@ -350,12 +351,25 @@ func workerLogs(dir string) string {
 
 func TestGenerate(t *testing.T) {
 	a, b := generate(1000, 3, 0.05), generate(1000, 3, 0.05)
-	if len(a.Events) != 1000 {
-		t.Fatalf("got %d events, want 1000", len(a.Events))
+	if len(a.Events) != 1000+a.Mailgun || a.Mailgun != 20 {
+		t.Fatalf("got %d events, %d of them Mailgun's; want 1000 and 20 more", len(a.Events), a.Mailgun)
 	}
+
 	for i := range a.Deliveries {
 		if a.Deliveries[i].Event.ID != b.Deliveries[i].Event.ID || !bytes.Equal(a.Deliveries[i].Event.Body, b.Deliveries[i].Event.Body) {
 			t.Fatalf("delivery %d differs between two runs of one seed", i)
+		}
+	}
+	// A Mailgun event's body, once signed, and its forgery: the same
+	// signature object over another event.
+	a.signMailgun([]byte("key"), time.Unix(1767225600, 0))
+	for _, ev := range a.Events {
+		if ev.Mailgun == nil {
+			continue
+		}
+		f := ev.forge()
+		if !bytes.HasPrefix(f.Body, ev.Body[:bytes.Index(ev.Body, []byte(`,"event-data"`))]) || bytes.Equal(f.Body, ev.Body) || !json.Valid(f.Body) || !json.Valid(ev.Body) {
+			t.Fatalf("forgery %s of %s", f.Body, ev.Body)
 		}
 	}
 	if c := generate(1000, 4, 0.05); c.Deliveries[0].Event.ID == a.Deliveries[0].Event.ID && c.Deliveries[1].Event.ID == a.Deliveries[1].Event.ID {

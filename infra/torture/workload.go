@@ -3,11 +3,15 @@
 package main
 
 import (
+	"bytes"
+	"crypto/hmac"
+	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
 	"math/rand/v2"
 	"net/http"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -33,6 +37,17 @@ type event struct {
 	Status       string
 	Created      int64 // Stripe's created, for the subscription order
 	Push         *push
+	// Mailgun is set for a Mailgun event: its Body is made when the run
+	// starts (the signature object holds the time), from EventData.
+	Mailgun *mailgunEvent
+}
+
+// mailgunEvent is a Mailgun event: Mailgun signs only a timestamp and a
+// token, so each delivery carries the one signature object made for the
+// event, and a forgery reuses it with another body (see forge).
+type mailgunEvent struct {
+	Token     string
+	EventData []byte
 }
 
 // key is the event's inbox key, as the table names it.
@@ -108,6 +123,9 @@ type workload struct {
 	Shared int
 	// Large counts the events whose payload goes to the S3 claim check.
 	Large int
+	// Mailgun counts the Mailgun events: beyond n, each to be forged once
+	// after the run's deliveries.
+	Mailgun int
 	// large is the fraction of invoice events sent large.
 	large float64
 }
@@ -240,7 +258,55 @@ func generate(n int, seed uint64, large float64) *workload {
 		}
 	}
 	r.Shuffle(len(w.Deliveries), func(i, j int) { w.Deliveries[i], w.Deliveries[j] = w.Deliveries[j], w.Deliveries[i] })
+	w.mailgun(seed, max(1, n/50))
 	return w
+}
+
+// mailgun adds m Mailgun events beyond the n of generate, each delivered
+// 1 to 3 times, at places drawn from a stream of their own (the rest of
+// the workload is the same as without them).
+func (w *workload) mailgun(seed uint64, m int) {
+	r := rand.New(rand.NewPCG(seed, 0x6d61696c))
+	types := []string{"delivered", "opened", "clicked", "failed"}
+	for i := range m {
+		id := strings.ReplaceAll(uuidFrom(r), "-", "")[:22]
+		typ := types[r.IntN(len(types))]
+		ev := &event{Source: "mailgun", ID: id, Type: typ, Mailgun: &mailgunEvent{
+			Token:     sha(r) + sha(r)[:10],
+			EventData: fmt.Appendf(nil, `{"id":%q,"event":%q,"timestamp":%d.%06d,"recipient":"user-%d@example.com","message":{"headers":{"message-id":"%s@torture.example"}}}`, id, typ, 1767225600+int64(i), r.IntN(1e6), i, id),
+		}}
+		w.Events = append(w.Events, ev)
+		w.Mailgun++
+		for range 1 + r.IntN(3) {
+			at := r.IntN(len(w.Deliveries) + 1)
+			w.Deliveries = slices.Insert(w.Deliveries, at, delivery{Event: ev, Copies: 1})
+		}
+	}
+}
+
+// signMailgun makes each Mailgun event's body, its signature object
+// signed at now under key: every delivery of the event sends these bytes.
+func (w *workload) signMailgun(key []byte, now time.Time) {
+	ts := strconv.FormatInt(now.Unix(), 10)
+	for _, ev := range w.Events {
+		if m := ev.Mailgun; m != nil {
+			mac := hmac.New(sha256.New, key)
+			mac.Write([]byte(ts + m.Token))
+			ev.Body = fmt.Appendf(nil, `{"signature":{"timestamp":%q,"token":%q,"signature":%q},"event-data":%s}`,
+				ts, m.Token, hex.EncodeToString(mac.Sum(nil)), m.EventData)
+		}
+	}
+}
+
+// forge is a delivery that reuses ev's signature object with another
+// event: what someone holding one Mailgun delivery could send. Ingest must
+// refuse it (the token is taken with ev's body).
+func (ev *event) forge() *event {
+	sigEnd := bytes.Index(ev.Body, []byte(`,"event-data":`))
+	id := "forged" + ev.ID
+	f := &event{Source: ev.Source, ID: id, Type: ev.Type}
+	f.Body = fmt.Appendf(append([]byte(nil), ev.Body[:sigEnd]...), `,"event-data":{"id":%q,"event":%q}}`, id, ev.Type)
+	return f
 }
 
 // invoice adds the events of invoice i of tenant: invoice.paid, and
@@ -356,6 +422,8 @@ func (e *event) request(s secrets, now time.Time) http.Header {
 	switch e.Source {
 	case "stripe":
 		h.Set("Stripe-Signature", signature.SignStripe(e.Body, s.Stripe[e.Account], now))
+	case "mailgun":
+		h.Set("User-Agent", "mailgun/torture")
 	case "github":
 		h.Set("X-GitHub-Event", e.Type)
 		h.Set("X-GitHub-Delivery", e.ID)
