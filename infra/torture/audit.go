@@ -280,8 +280,13 @@ func audit(ctx context.Context, sys *system, w *workload, st *sendStats, ops *op
 		}
 		expected["event#"+ev.key()] = true
 		if ev.Mailgun != nil {
-			// The record of its token (inboxstore.Store.ClaimNonce).
-			expected["nonce#"+ev.Source+"#"+ev.Account+"#"+ev.Mailgun.Token] = true
+			// The record of its token (inboxstore.Store.ClaimNonce),
+			// which every accepted delivery of it made.
+			nonce := "nonce#mailgun#" + ev.Mailgun.Token
+			expected[nonce] = true
+			if _, ok := items[nonce]; !ok && st.Accepted[ev.key()] {
+				lost("%s: accepted, and no record of its token %s", ev.key(), nonce)
+			}
 		}
 		// FORWARD's rows, one per route taking the event's type.
 		for _, r := range routes.Match(ev.Source, ev.Type) {

@@ -37,14 +37,14 @@ func TestClaimNonce(t *testing.T) {
 		{"the first body still", "sha-a", until, nil},
 		{"another body once expired", "sha-b", until.Add(time.Second), nil},
 	} {
-		err := s.ClaimNonce(ctx, "paypal##tx-1", step.binding, until, step.now)
+		err := s.ClaimNonce(ctx, "paypal#tx-1", step.binding, until, step.now)
 		if !errors.Is(err, step.want) && !(err == nil && step.want == nil) {
 			t.Fatalf("%s: %v, want %v", step.name, err, step.want)
 		}
 	}
-	// Nonces of different sources or accounts are apart.
-	if err := s.ClaimNonce(ctx, "paypal#acct#tx-1", "sha-c", until, t0); err != nil {
-		t.Fatalf("another account's nonce: %v", err)
+	// Nonces of different kinds are apart.
+	if err := s.ClaimNonce(ctx, "mailgun#tx-1", "sha-c", until, t0); err != nil {
+		t.Fatalf("another kind's nonce: %v", err)
 	}
 
 	var wg sync.WaitGroup
@@ -52,7 +52,7 @@ func TestClaimNonce(t *testing.T) {
 	for i := range 8 {
 		wg.Go(func() {
 			b := string(rune('a' + i))
-			if err := s.ClaimNonce(ctx, "mailgun##race", b, until, t0); err == nil {
+			if err := s.ClaimNonce(ctx, "mailgun#race", b, until, t0); err == nil {
 				wins <- b
 			} else if !errors.Is(err, inbox.ErrNonceUsed) {
 				t.Errorf("claim %s: %v", b, err)
@@ -75,10 +75,10 @@ func TestNonceItemIsNotAnEvent(t *testing.T) {
 	db := dynamodb.NewFromConfig(mustDynamo(t).SafeConfig())
 	s, table := newStoreOn(t, db)
 	ctx := context.Background()
-	if err := s.ClaimNonce(ctx, "paypal##tx-2", "sha", t0.Add(time.Hour), t0); err != nil {
+	if err := s.ClaimNonce(ctx, "paypal#tx-2", "sha", t0.Add(time.Hour), t0); err != nil {
 		t.Fatal(err)
 	}
-	out, err := db.GetItem(ctx, &dynamodb.GetItemInput{TableName: &table, Key: map[string]types.AttributeValue{"pk": &types.AttributeValueMemberS{Value: "nonce#paypal##tx-2"}}, ConsistentRead: aws.Bool(true)})
+	out, err := db.GetItem(ctx, &dynamodb.GetItemInput{TableName: &table, Key: map[string]types.AttributeValue{"pk": &types.AttributeValueMemberS{Value: "nonce#paypal#tx-2"}}, ConsistentRead: aws.Bool(true)})
 	if err != nil || out.Item == nil {
 		t.Fatalf("nonce item: %v, %v", out, err)
 	}
@@ -93,5 +93,41 @@ func TestNonceItemIsNotAnEvent(t *testing.T) {
 	unscoped, err := inboxstore.DetectUnscopedFacts(ctx, db, table, t0)
 	if err != nil || unscoped {
 		t.Fatalf("a table holding a nonce: unscoped %v, %v; want false", unscoped, err)
+	}
+}
+
+// TestClaimNonceNeverShortens: the same body under a signature accepted
+// for longer extends the record; one accepted for less (an older
+// signature of the same nonce) leaves it as long as it was.
+func TestClaimNonceNeverShortens(t *testing.T) {
+	db := dynamodb.NewFromConfig(mustDynamo(t).SafeConfig())
+	s, table := newStoreOn(t, db)
+	ctx := context.Background()
+	expiry := func() string {
+		out, err := db.GetItem(ctx, &dynamodb.GetItemInput{TableName: &table, Key: map[string]types.AttributeValue{"pk": &types.AttributeValueMemberS{Value: "nonce#paypal#tx-3"}}, ConsistentRead: aws.Bool(true)})
+		if err != nil || out.Item == nil {
+			t.Fatalf("nonce item: %v", err)
+		}
+		return out.Item["expires_at"].(*types.AttributeValueMemberN).Value
+	}
+	for _, step := range []struct {
+		until time.Time
+		want  string
+	}{
+		{t0.Add(time.Hour), "1764507600"},
+		{t0.Add(2 * time.Hour), "1764511200"},
+		{t0.Add(30 * time.Minute), "1764511200"},
+		{t0.Add(2 * time.Hour), "1764511200"},
+	} {
+		if err := s.ClaimNonce(ctx, "paypal#tx-3", "sha", step.until, t0); err != nil {
+			t.Fatal(err)
+		}
+		if got := expiry(); got != step.want {
+			t.Fatalf("claimed until %s: expires_at %s, want %s", step.until, got, step.want)
+		}
+	}
+	// Another body is refused for as long as the longest window lasts.
+	if err := s.ClaimNonce(ctx, "paypal#tx-3", "other", t0.Add(3*time.Hour), t0.Add(90*time.Minute)); !errors.Is(err, inbox.ErrNonceUsed) {
+		t.Fatalf("another body inside the extended window: %v", err)
 	}
 }

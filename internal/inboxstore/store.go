@@ -385,33 +385,63 @@ func (s *Store) insert(ctx context.Context, e inbox.Event, z []byte, now time.Ti
 	return e, nil
 }
 
-// ClaimNonce records a signed nonce (id: its source, account and value)
-// with binding (the SHA-256 of the body it came with) until until, when
-// its signature stops being accepted and the table's TTL removes it. A
-// nonce recorded already with the same binding is claimed again (the
-// provider's retry of one delivery); with another, unexpired, it is
-// inbox.ErrNonceUsed. One conditional write, and no event item is
-// touched: a claim whose event is never stored (a crash, a 503) is
-// claimed again by the retry that stores it.
+// ClaimNonce records a signed nonce (id: its kind and value) with binding
+// (the SHA-256 of the body it came with) until until, when its signature
+// stops being accepted and the table's TTL removes it. A nonce recorded
+// already with the same binding is claimed again (the provider's retry of
+// one delivery), its record kept at least until until and never
+// shortened; with another binding, unexpired, it is inbox.ErrNonceUsed.
+// No event item is touched: a claim whose event is never stored (a
+// crash, a 503) is claimed again by the retry that stores it.
 func (s *Store) ClaimNonce(ctx context.Context, id, binding string, until, now time.Time) error {
-	_, err := s.api.PutItem(ctx, &dynamodb.PutItemInput{
-		TableName: &s.table,
-		Item: map[string]types.AttributeValue{
-			"pk":         str(noncePrefix + id),
-			"binding":    str(binding),
-			"expires_at": num(until.Unix()),
-		},
-		ConditionExpression:       aws.String("attribute_not_exists(pk) OR expires_at < :now OR binding = :binding"),
-		ExpressionAttributeValues: map[string]types.AttributeValue{":now": num(now.Unix()), ":binding": str(binding)},
-	})
-	var ccf *types.ConditionalCheckFailedException
-	switch {
-	case errors.As(err, &ccf):
-		return fmt.Errorf("claim nonce %s: %w", id, inbox.ErrNonceUsed)
-	case err != nil:
-		return awserr.Wrap("claim nonce "+id, err)
+	key := map[string]types.AttributeValue{"pk": str(noncePrefix + id)}
+	for range 3 {
+		_, err := s.api.PutItem(ctx, &dynamodb.PutItemInput{
+			TableName: &s.table,
+			Item: map[string]types.AttributeValue{
+				"pk":         key["pk"],
+				"binding":    str(binding),
+				"expires_at": num(until.Unix()),
+			},
+			ConditionExpression:                 aws.String("attribute_not_exists(pk) OR expires_at < :now"),
+			ExpressionAttributeValues:           map[string]types.AttributeValue{":now": num(now.Unix())},
+			ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
+		})
+		var ccf *types.ConditionalCheckFailedException
+		switch {
+		case err == nil:
+			return nil
+		case !errors.As(err, &ccf):
+			return awserr.Wrap("claim nonce "+id, err)
+		}
+		old, _ := ccf.Item["binding"].(*types.AttributeValueMemberS)
+		if old == nil || old.Value != binding {
+			return fmt.Errorf("claim nonce %s: %w", id, inbox.ErrNonceUsed)
+		}
+		// The same body again: keep the record at least until this
+		// signature's window ends, never shorter than it was.
+		if stored, ok := ccf.Item["expires_at"].(*types.AttributeValueMemberN); ok {
+			if n, err := strconv.ParseInt(stored.Value, 10, 64); err == nil && n >= until.Unix() {
+				return nil
+			}
+		}
+		_, err = s.api.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+			TableName:                 &s.table,
+			Key:                       key,
+			UpdateExpression:          aws.String("SET expires_at = :until"),
+			ConditionExpression:       aws.String("binding = :binding AND expires_at < :until"),
+			ExpressionAttributeValues: map[string]types.AttributeValue{":until": num(until.Unix()), ":binding": str(binding)},
+		})
+		if err != nil && !errors.As(err, &ccf) {
+			return awserr.Wrap("claim nonce "+id, err)
+		}
+		if err == nil {
+			return nil
+		}
+		// Changed between the two writes (extended by another claim,
+		// or expired and claimed again): look again.
 	}
-	return nil
+	return fmt.Errorf("claim nonce %s: %w: it kept changing", id, inbox.ErrUnavailable)
 }
 
 // Get returns the stored event, or inbox.ErrNotFound (also for an item

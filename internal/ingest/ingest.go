@@ -400,10 +400,14 @@ func (h *Handler) handle(ctx context.Context, req apigw.Request, now time.Time) 
 	}
 	if n, ok := src.Scheme.(signature.Nonced); ok {
 		// The signature does not cover these bytes: its nonce is taken
-		// with this body, once (see signature.Nonced).
+		// with this body, once (see signature.Nonced). Once per kind,
+		// not per source or account: a provider's key may sign for
+		// several endpoints (Mailgun's is the account's), and a
+		// signature one of them received must not carry another body
+		// to the next.
 		nonce, until := n.Nonce(sreq)
 		sum := sha256.Sum256(req.Body)
-		err := h.cfg.Nonces.ClaimNonce(ctx, src.Name+"#"+account+"#"+nonce, hex.EncodeToString(sum[:]), until, now)
+		err := h.cfg.Nonces.ClaimNonce(ctx, src.Kind+"#"+nonce, hex.EncodeToString(sum[:]), until, now)
 		switch {
 		case errors.Is(err, inbox.ErrNonceUsed):
 			return rejected(err)

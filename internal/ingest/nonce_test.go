@@ -3,7 +3,8 @@ package ingest
 // Deliveries whose signature covers a nonce, not the body's bytes
 // (signature.Nonced). The invariants:
 //   - a verified nonce is taken with the body it came with: the same nonce
-//     with another body is a bad signature (401), nothing stored;
+//     with another body is a bad signature (401), nothing stored, at any
+//     source of the kind (one key may sign for several endpoints);
 //   - the provider's retry of one delivery (same nonce, same body) is
 //     answered as any retry: stored once, then a duplicate;
 //   - a claim is made only for a verified delivery, and one that cannot be
@@ -84,15 +85,22 @@ func noncedRequest(sig, nonce, body string) events.APIGatewayV2HTTPRequest {
 	}
 }
 
+// noncedTo sends req to another source.
+func noncedTo(name string, req events.APIGatewayV2HTTPRequest) events.APIGatewayV2HTTPRequest {
+	req.RawPath, req.PathParameters = "/webhooks/"+name, map[string]string{"source": name}
+	return req
+}
+
 func TestNoncedDeliveries(t *testing.T) {
 	f := newFixture(t)
-	set, err := source.NewSet("wi/", &source.Source{Name: "nonced", Kind: "nonced", Scheme: noncedScheme{}})
+	set, err := source.NewSet("wi/", &source.Source{Name: "nonced", Kind: "nonced", Scheme: noncedScheme{}},
+		&source.Source{Name: "nonced2", Kind: "nonced", Scheme: noncedScheme{}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	nonces := &memNonces{claims: map[string]string{}}
 	f.h.cfg.Sources, f.h.cfg.Nonces = set, nonces
-	f.h.cfg.Secrets = fakeSecrets{"wi/nonced": {[]byte("k")}}
+	f.h.cfg.Secrets = fakeSecrets{"wi/nonced": {[]byte("k")}, "wi/nonced2": {[]byte("k")}}
 	send := func(req events.APIGatewayV2HTTPRequest) int {
 		resp, err := f.h.HandleV2(context.Background(), req)
 		if err != nil {
@@ -114,8 +122,10 @@ func TestNoncedDeliveries(t *testing.T) {
 		{"the retry again", noncedRequest("good", "n1", `{"ID":"e1"}`), nil, 200, 3, 1},
 		{"another body under the nonce", noncedRequest("good", "n1", `{"ID":"e2"}`), nil, 401, 4, 1},
 		{"the same id, another body", noncedRequest("good", "n1", `{"ID":"e1","amount":99}`), nil, 401, 5, 1},
-		{"another nonce", noncedRequest("good", "n2", `{"ID":"e2"}`), nil, 202, 6, 2},
-		{"an unidentifiable body: no claim", noncedRequest("good", "n3", `{}`), nil, 400, 6, 2},
+		{"another body under the nonce, at another source of the kind", noncedTo("nonced2", noncedRequest("good", "n1", `{"ID":"e2"}`)), nil, 401, 6, 1},
+		{"the same delivery at another source of the kind", noncedTo("nonced2", noncedRequest("good", "n1", `{"ID":"e1"}`)), nil, 202, 7, 2},
+		{"another nonce", noncedRequest("good", "n2", `{"ID":"e2"}`), nil, 202, 8, 3},
+		{"an unidentifiable body: no claim", noncedRequest("good", "n3", `{}`), nil, 400, 8, 3},
 	} {
 		nonces.err = step.claimErr
 		if got := send(step.req); got != step.want {
