@@ -26,10 +26,13 @@ const (
 // SNSDefaultTolerance is the age an SNS message's Timestamp may have. SNS
 // signs the time it published the message, and a retry to an HTTP/S
 // endpoint carries the same Timestamp and signature; a delivery policy
-// may retry for up to an hour (AWS's bound on an HTTP/S policy's total
-// time), so a shorter window would refuse, and lose, late retries. A
-// replay within the hour is the stored MessageId, a duplicate.
-const SNSDefaultTolerance = time.Hour
+// may retry for up to 3,600 seconds (AWS's hard limit on an HTTP/S
+// policy's total retry time), counted from a first attempt that may
+// itself come after the publish, and each attempt takes up to its
+// timeout. A window of exactly an hour could refuse, and lose, the last
+// retry; two hours leave room. A replay within them is the stored
+// MessageId, a duplicate.
+const SNSDefaultTolerance = 2 * time.Hour
 
 // snsMaxSkew bounds how far in the future a Timestamp may be.
 const snsMaxSkew = DefaultTolerance
@@ -81,7 +84,7 @@ func (m *snsMsg) is(n int, want string) bool { return string(m.f[n]) == want }
 // The secrets are the topic ARNs the endpoint accepts: anyone can create a
 // topic, subscribe the endpoint and have SNS sign for it, so a valid
 // signature alone proves only that SNS sent the message. The Timestamp
-// must be at most the tolerance old (an hour by default, see
+// must be at most the tolerance old (two hours by default, see
 // SNSDefaultTolerance) and at most 5 minutes ahead.
 //
 // The message's members, not its bytes, are what is signed, so a body

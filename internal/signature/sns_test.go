@@ -251,7 +251,8 @@ func snsMalformedRuns(tb testing.TB) []malformedRun {
 	add("confirmation SubscribeURL changed", snsSignAs(tb, snsConfirmation(SNSSubscriptionConfirmation), key, "2").with("SubscribeURL", snsSubscribe+"&x=1").body(), ErrNoMatch)
 	add("a confirmation's signature on a notification", snsSignAs(tb, snsConfirmation(SNSSubscriptionConfirmation), key, "2").with("Type", "Notification").body(), ErrNoMatch)
 
-	add("Timestamp an hour and a second old", resigned(n.with("Timestamp", testNow.Add(-time.Hour-time.Second).UTC().Format(time.RFC3339Nano))), ErrTooOld)
+	add("Timestamp two hours and a second old", resigned(n.with("Timestamp", testNow.Add(-2*time.Hour-time.Second).UTC().Format(time.RFC3339Nano))), ErrTooOld)
+	add("valid, an hour and a minute old", resigned(n.with("Timestamp", testNow.Add(-61*time.Minute).UTC().Format(time.RFC3339Nano))), nil)
 	add("Timestamp a day old", resigned(n.with("Timestamp", testNow.Add(-24*time.Hour).UTC().Format(time.RFC3339Nano))), ErrTooOld)
 	add("Timestamp 6 minutes ahead", resigned(n.with("Timestamp", testNow.Add(6*time.Minute).UTC().Format(time.RFC3339Nano))), ErrTooNew)
 	add("Timestamp unix seconds", resigned(n.with("Timestamp", testTS)), ErrMalformedHeader)
@@ -328,8 +329,8 @@ func TestSNSTolerance(t *testing.T) {
 		age  time.Duration
 		want error
 	}{
-		{0, time.Hour, nil},
-		{0, time.Hour + time.Millisecond, ErrTooOld},
+		{0, 2 * time.Hour, nil},
+		{0, 2*time.Hour + time.Millisecond, ErrTooOld},
 		{10 * time.Minute, 10 * time.Minute, nil},
 		{10 * time.Minute, 11 * time.Minute, ErrTooOld},
 		{3 * time.Hour, 2 * time.Hour, nil},
@@ -563,7 +564,7 @@ func TestSNSProviderVectors(t *testing.T) {
 				t.Errorf("Verify for another topic: %v, want ErrNoMatch", err)
 			}
 			if err := s.Verify(r, secrets, at.Add(SNSDefaultTolerance+time.Second)); !errors.Is(err, ErrTooOld) {
-				t.Errorf("Verify an hour late: %v, want ErrTooOld", err)
+				t.Errorf("Verify past the window: %v, want ErrTooOld", err)
 			}
 			// Every byte of the Message, MessageId and Timestamp values
 			// changed in turn (or just one byte of a long value's each 16).
@@ -605,7 +606,7 @@ func TestSNSPrecheck(t *testing.T) {
 		{"valid", good.body(), snsSecrets, nil},
 		{"another topic", good.body(), [][]byte{[]byte(snsOtherTopic)}, ErrNoMatch},
 		{"no topics", good.body(), nil, ErrNoSecret},
-		{"too old", snsSignAs(t, snsNotification().with("Timestamp", testNow.Add(-2*time.Hour).UTC().Format(time.RFC3339Nano)), testRSA(), "2").body(), snsSecrets, ErrTooOld},
+		{"too old", snsSignAs(t, snsNotification().with("Timestamp", testNow.Add(-3*time.Hour).UTC().Format(time.RFC3339Nano)), testRSA(), "2").body(), snsSecrets, ErrTooOld},
 		{"untrusted URL", good.with("SigningCertURL", "https://evil.example/SimpleNotificationService-1.pem").body(), snsSecrets, ErrUntrustedCertificate},
 		{"bad signature encoding", good.with("Signature", "!").body(), snsSecrets, ErrMalformedHeader},
 		{"a bad signature still passes", good.with("Signature", base64.StdEncoding.EncodeToString(make([]byte, 256))).body(), snsSecrets, nil},
