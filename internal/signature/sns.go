@@ -119,48 +119,26 @@ func NewSNS(o Options) (*SNS, error) {
 // anything else wrong is ErrMalformedHeader.
 func snsParse(body []byte) (snsMsg, error) {
 	var m snsMsg
-	var seen [len(snsKeys)]bool
-	err := jsonMembers(body, func(key []byte, escaped bool, raw []byte) error {
-		if escaped {
-			k, ok := unquote(key)
+	var raw [len(snsKeys)][]byte
+	if jsonFieldsStrict(body, snsKeys[:], raw[:]) != nil {
+		return m, fmt.Errorf("%w: sns: body is not a JSON object naming each member once, in its own case", ErrMalformedHeader)
+	}
+	for n, v := range raw {
+		switch {
+		case v == nil:
+		case n == snsMessageAttributes:
+			if v[0] != '{' {
+				return m, fmt.Errorf("%w: sns: MessageAttributes is not an object", ErrMalformedHeader)
+			}
+		case n == snsSubject && string(v) == "null":
+		default:
+			s, ok := jsonStringBytes(v)
 			if !ok {
-				return errJSON
+				return m, fmt.Errorf("%w: sns: %s is not a string", ErrMalformedHeader, snsKeys[n])
 			}
-			key = []byte(k)
+			m.f[n] = s
+			m.hasSubject = m.hasSubject || n == snsSubject
 		}
-		for n, k := range snsKeys {
-			if string(key) != k {
-				if foldEqual(key, k) {
-					return fmt.Errorf("member %q beside SNS's %q", key, k)
-				}
-				continue
-			}
-			if seen[n] {
-				return fmt.Errorf("member %q twice", k)
-			}
-			seen[n] = true
-			switch {
-			case n == snsMessageAttributes:
-				if raw[0] != '{' {
-					return errors.New("MessageAttributes is not an object")
-				}
-			case n == snsSubject && string(raw) == "null":
-			default:
-				v, ok := jsonStringBytes(raw)
-				if !ok {
-					return fmt.Errorf("%s is not a string", k)
-				}
-				m.f[n] = v
-				m.hasSubject = m.hasSubject || n == snsSubject
-			}
-		}
-		return nil
-	})
-	if err != nil {
-		if errors.Is(err, errJSON) {
-			return m, fmt.Errorf("%w: sns: body is not a JSON object", ErrMalformedHeader)
-		}
-		return m, fmt.Errorf("%w: sns: %v", ErrMalformedHeader, err)
 	}
 	if len(m.f[snsSignature]) == 0 {
 		return m, fmt.Errorf("%w: sns: no Signature (raw message delivery is unsigned)", ErrNotSigned)
@@ -174,7 +152,7 @@ func snsParse(body []byte) (snsMsg, error) {
 		return m, fmt.Errorf("%w: sns: Type %q", ErrMalformedHeader, clip(m.s(snsType)))
 	}
 	for _, n := range need {
-		if !seen[n] {
+		if raw[n] == nil {
 			return m, fmt.Errorf("%w: sns: %s message without %s", ErrMalformedHeader, m.f[snsType], snsKeys[n])
 		}
 	}
