@@ -92,7 +92,8 @@ func TestEverySourceEndToEnd(t *testing.T) {
 	}
 	bySource := map[string]int{}
 	for _, it := range out.Items {
-		src := it["source"].(*types.AttributeValueMemberS).Value
+		// event#<source>#<account>#<id>
+		src, _, _ := strings.Cut(strings.TrimPrefix(it["pk"].(*types.AttributeValueMemberS).Value, "event#"), "#")
 		bySource[src]++
 		if st := it["status"].(*types.AttributeValueMemberS).Value; st != "processed" {
 			t.Errorf("%s: status %s, want processed", it["pk"].(*types.AttributeValueMemberS).Value, st)

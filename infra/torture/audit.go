@@ -63,6 +63,12 @@ type item struct {
 	Shard      string `dynamodbav:"sweep_shard"`
 	OutboxGen  int    `dynamodbav:"outbox_gen"`
 	Attempts   int    `dynamodbav:"attempts"`
+	// An event's body (inboxstore's split layout), and the expiries that
+	// tie the two: every item's TTL, and the body's as its status records
+	// it.
+	BodyID      string `dynamodbav:"body_id"`
+	BodyExpires int64  `dynamodbav:"body_expires"`
+	ExpiresAt   int64  `dynamodbav:"expires_at"`
 }
 
 // brief is an unfinished event or row as the sweep sees it, times
@@ -78,12 +84,13 @@ func (it item) brief(now time.Time) string {
 		it.PK, it.Status, it.Outbox, it.OutboxGen, rel(it.DueMs), rel(it.LeaseUntil), it.Shard, it.Swept, it.Attempts, clip(it.LastError, 120))
 }
 
-// auditAttrs are the attributes scan reads (payloads and bodies are left
-// behind).
+// auditAttrs are the attributes scan reads (payloads and headers are
+// left behind).
 var auditAttrs = []string{"pk", "status", "outcome", "last_error", "outbox", "processed_at",
 	"invoice_id", "customer", "paid_through", "invoices_paid", "head", "seq", "seq_tie",
 	"reruns", "previous_outcome", "resent", "resolved_from", "payload_ref",
-	"due_ms", "swept", "lease_until", "sweep_shard", "outbox_gen", "attempts"}
+	"due_ms", "swept", "lease_until", "sweep_shard", "outbox_gen", "attempts",
+	"body_id", "body_expires", "expires_at"}
 
 func (it item) finished() bool {
 	return it.Status == string(inbox.StatusProcessed) || it.Status == string(inbox.StatusDead)
@@ -219,6 +226,14 @@ func audit(ctx context.Context, sys *system, w *workload, st *sendStats, ops *op
 			lost("%s: a valid event dead: %s", k, clip(it.LastError, 200))
 		case it.Outbox == "pending":
 			lost("%s: processed, outbox never settled", k)
+		case it.BodyID == "":
+			lost("%s: stored without a body", k)
+		}
+		// Its body (payload, headers) outlives it (I2).
+		if body, ok := items["body#"+it.BodyID]; it.BodyID != "" && !ok {
+			lost("%s: its body %s is not in the table", k, it.BodyID)
+		} else if ok && (body.ExpiresAt < it.ExpiresAt || body.ExpiresAt < it.BodyExpires) {
+			lost("%s: its body expires at %d, before the event (%d) or what the event records of it (%d)", k, body.ExpiresAt, it.ExpiresAt, it.BodyExpires)
 		}
 		rep.Status[it.Status+"/"+it.Outcome]++
 		if it.Status == string(inbox.StatusDead) {
@@ -279,6 +294,9 @@ func audit(ctx context.Context, sys *system, w *workload, st *sendStats, ops *op
 			}
 		}
 		expected["event#"+ev.key()] = true
+		if it, ok := items["event#"+ev.key()]; ok && it.BodyID != "" {
+			expected["body#"+it.BodyID] = true
+		}
 		if ev.Mailgun != nil {
 			// The record of its token (inboxstore.Store.ClaimNonce),
 			// which every accepted delivery of it made.

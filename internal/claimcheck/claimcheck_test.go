@@ -128,6 +128,24 @@ func (f *fixture) rawItem(tb testing.TB, k inbox.Key) map[string]ddbtypes.Attrib
 	return out.Item
 }
 
+// rawBody is the raw body item of k's event (inboxstore's split layout):
+// where an inline payload is kept.
+func (f *fixture) rawBody(tb testing.TB, k inbox.Key) map[string]ddbtypes.AttributeValue {
+	tb.Helper()
+	id, ok := f.rawItem(tb, k)["body_id"].(*ddbtypes.AttributeValueMemberS)
+	if !ok {
+		tb.Fatalf("%s: the status item names no body", k)
+	}
+	out, err := f.db.GetItem(context.Background(), &dynamodb.GetItemInput{
+		TableName: &f.table, ConsistentRead: aws.Bool(true),
+		Key: map[string]ddbtypes.AttributeValue{"pk": &ddbtypes.AttributeValueMemberS{Value: "body#" + id.Value}},
+	})
+	if err != nil || out.Item == nil {
+		tb.Fatalf("get body %s: %v", k, err)
+	}
+	return out.Item
+}
+
 func (f *fixture) objects(tb testing.TB) []s3types.Object {
 	tb.Helper()
 	out, err := f.s3.ListObjectsV2(context.Background(), &s3.ListObjectsV2Input{Bucket: &f.bucket})
@@ -180,12 +198,12 @@ func TestSmallPayloadStaysInTheItem(t *testing.T) {
 	if objs := f.objects(t); len(objs) != 0 {
 		t.Errorf("got %d objects, want none", len(objs))
 	}
-	item := f.rawItem(t, ev.Key)
+	item, body := f.rawItem(t, ev.Key), f.rawBody(t, ev.Key)
 	if _, ok := item["payload_ref"]; ok {
 		t.Error("item has payload_ref")
 	}
-	if _, ok := item["payload_z"]; !ok {
-		t.Error("item has no payload_z")
+	if _, ok := body["payload_z"]; !ok {
+		t.Error("body has no payload_z")
 	}
 }
 
@@ -197,10 +215,13 @@ func TestLargePayloadThroughItsObject(t *testing.T) {
 	if _, err := f.store.Insert(ctx, ev, time.Now()); err != nil {
 		t.Fatal(err)
 	}
-	item := f.rawItem(t, ev.Key)
+	item, body := f.rawItem(t, ev.Key), f.rawBody(t, ev.Key)
 	for _, a := range []string{"payload", "payload_z"} {
 		if _, ok := item[a]; ok {
 			t.Errorf("item has %s", a)
+		}
+		if _, ok := body[a]; ok {
+			t.Errorf("body has %s", a)
 		}
 	}
 	if _, ok := item["payload_ref"]; !ok {

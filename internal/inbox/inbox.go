@@ -202,6 +202,13 @@ type Event struct {
 	// until that payload is read (see package claimcheck).
 	Payload    []byte
 	PayloadRef *PayloadRef
+	// Body names the item that holds the event's immutable part (payload,
+	// headers, provider metadata) when the store keeps it apart from the
+	// event's status, and BodyUntil is when that item expires, as last
+	// known (it only moves later): the store's bookkeeping, empty for an
+	// event stored whole in one item (see package inboxstore).
+	Body      string
+	BodyUntil time.Time
 	// Attributes are delivery facts the provider's scheme keeps with the
 	// event (a retry number, a second id); never secrets.
 	Attributes map[string]string

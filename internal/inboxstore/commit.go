@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -86,7 +87,14 @@ func (s *Store) CompleteExpiring(ctx context.Context, ev inbox.Event, owner stri
 	for i, id := range ids {
 		stored[i] = effects.ScopedID(scope, id)
 	}
-	items = append(items, s.processed(ev.Key, owner, outcome, touched(stored), rows, now, expiresFrom))
+	if len(rows) == 0 {
+		// Finished now: the body must last as long as the event.
+		var err error
+		if ev, err = s.keepBody(ctx, ev, expiresFrom.Add(s.retention)); err != nil {
+			return fmt.Errorf("complete %s: %w", ev.Key, err)
+		}
+	}
+	items = append(items, s.processed(ev, owner, outcome, touched(stored), rows, now, expiresFrom))
 	// The facts whose twins are checked in the transaction, in order,
 	// after the event: cancelled reads their reasons there.
 	var twinned []string
@@ -290,7 +298,8 @@ func (s *Store) putRow(k inbox.Key, scope string, o effects.Outbound, now time.T
 }
 
 // processed is the event's own part of the commit.
-func (s *Store) processed(k inbox.Key, owner string, outcome inbox.Outcome, touched, rows []string, now, expiresFrom time.Time) types.TransactWriteItem {
+func (s *Store) processed(ev inbox.Event, owner string, outcome inbox.Outcome, touched, rows []string, now, expiresFrom time.Time) types.TransactWriteItem {
+	k := ev.Key
 	values := map[string]types.AttributeValue{
 		":processed":  str(string(inbox.StatusProcessed)),
 		":processing": str(string(inbox.StatusProcessing)),
@@ -300,6 +309,10 @@ func (s *Store) processed(k inbox.Key, owner string, outcome inbox.Outcome, touc
 		":expires":    num(expiresFrom.Add(s.retention).Unix()),
 	}
 	expr := "SET #status = :processed, outcome = :outcome, processed_at = :now, updated_at = :now"
+	if ev.Body != "" {
+		expr += ", body_expires = :bx"
+		values[":bx"] = bodyKept(ev)
+	}
 	if len(rows) == 0 {
 		// Finished: retention counts from now. An event with rows is
 		// finished when its outbox settles (SettleOutbox), and does not
@@ -444,25 +457,51 @@ func (s *Store) SettleOutbox(ctx context.Context, k inbox.Key, gen int, settled 
 		values[":gen"] = num(int64(gen))
 	}
 	expr := "SET outbox = :settled, updated_at = :now, expires_at = :expires REMOVE sweep_shard, due_ms"
+	expires := now.Add(s.retention)
 	if settled {
 		values[":settled"] = str(outboxSettled)
-		values[":expires"] = num(now.Add(s.retention).Unix())
+		values[":expires"] = num(expires.Unix())
+		// Finished: only while the body lasts as long (else it is
+		// extended first, below).
+		cond += " AND (attribute_not_exists(body_id) OR body_expires >= :expires)"
 	} else {
 		// A delivery pass made: the sweep's copies count again from here.
 		expr = "SET due_ms = :due, updated_at = :now REMOVE swept"
 		values[":due"] = num(due.UnixMilli())
 	}
-	_, err := s.api.UpdateItem(ctx, &dynamodb.UpdateItemInput{
-		TableName:                 &s.table,
-		Key:                       map[string]types.AttributeValue{"pk": str(pk(k))},
-		UpdateExpression:          aws.String(expr),
-		ConditionExpression:       aws.String(cond),
-		ExpressionAttributeNames:  map[string]string{"#status": "status"},
-		ExpressionAttributeValues: values,
-	})
-	var ccf *types.ConditionalCheckFailedException
-	if err != nil && !errors.As(err, &ccf) {
-		return awserr.Wrap("settle outbox of "+k.String(), err)
+	for try := 0; ; try++ {
+		_, err := s.api.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+			TableName:                           &s.table,
+			Key:                                 map[string]types.AttributeValue{"pk": str(pk(k))},
+			UpdateExpression:                    aws.String(expr),
+			ConditionExpression:                 aws.String(cond),
+			ExpressionAttributeNames:            map[string]string{"#status": "status"},
+			ExpressionAttributeValues:           values,
+			ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
+		})
+		var ccf *types.ConditionalCheckFailedException
+		switch {
+		case err == nil:
+			return nil
+		case !errors.As(err, &ccf):
+			return awserr.Wrap("settle outbox of "+k.String(), err)
+		case !settled || try > 0 || ccf.Item == nil:
+			return nil
+		}
+		// Refused: settled already, or not this generation's (left as it
+		// is), or its body would expire first: then extended, and the
+		// settling made again recording it.
+		old, derr := decode(ccf.Item)
+		if derr != nil || old.Body == "" || !old.BodyUntil.Before(expires) ||
+			old.Status != inbox.StatusProcessed || !old.OutboxPending || old.OutboxGen != gen {
+			return nil
+		}
+		kept, err := s.keepBody(ctx, old, expires)
+		if err != nil {
+			return fmt.Errorf("settle outbox of %s: %w", k, err)
+		}
+		expr = strings.Replace(expr, "SET ", "SET body_expires = :bx, ", 1)
+		values[":bx"] = bodyKept(kept)
+		cond = strings.Replace(cond, " AND (attribute_not_exists(body_id) OR body_expires >= :expires)", "", 1)
 	}
-	return nil
 }

@@ -78,7 +78,7 @@ func DetectUnscopedFacts(ctx context.Context, api LayoutAPI, table string, now t
 	if err != nil || found {
 		return unscoped, err
 	}
-	out, err := api.Scan(ctx, &dynamodb.ScanInput{TableName: &table, Limit: aws.Int32(layoutSample), ProjectionExpression: aws.String("pk, #scope"),
+	out, err := api.Scan(ctx, &dynamodb.ScanInput{TableName: &table, Limit: aws.Int32(layoutSample), ProjectionExpression: aws.String("pk, #scope, body_id"),
 		ExpressionAttributeNames: map[string]string{"#scope": "scope"}})
 	if err != nil {
 		return true, awserr.Wrap("scan for layout", err)
@@ -118,9 +118,14 @@ func earlierRelease(it map[string]types.AttributeValue) bool {
 	if pk == nil {
 		return true
 	}
-	if strings.HasPrefix(pk.Value, eventPrefix) {
+	switch {
+	case strings.HasPrefix(pk.Value, bodyPrefix):
+		return false // bodies came after scopes
+	case strings.HasPrefix(pk.Value, eventPrefix):
+		// A status item names its body, which has the scope.
 		_, scoped := it["scope"]
-		return !scoped
+		_, split := it["body_id"]
+		return !scoped && !split
 	}
 	return effects.IsUnscopedPartID(pk.Value)
 }

@@ -60,7 +60,7 @@ const requeueTries = 3
 func (s *Store) Requeue(ctx context.Context, k inbox.Key, now time.Time, force bool) (inbox.Event, Requeued, error) {
 	var first inbox.Status
 	for try := range requeueTries {
-		ev, err := s.Get(ctx, k, now)
+		ev, err := s.status(ctx, k, now)
 		if err != nil {
 			return inbox.Event{}, "", err
 		}
@@ -121,6 +121,17 @@ func (s *Store) Requeue(ctx context.Context, k inbox.Key, now time.Time, force b
 			v[":shard"], v[":zero"], v[":one"] = str(shard(k)), num(0), num(1)
 		default:
 			return ev, "", fmt.Errorf("requeue %s: unknown status %q", k, ev.Status)
+		}
+		if did == Revived || did == Rerun {
+			// Back to waiting for a claim: its body must last a
+			// retention more.
+			if ev, err = s.keepBody(ctx, ev, now.Add(s.retention)); err != nil {
+				return ev, "", fmt.Errorf("requeue %s: %w", k, err)
+			}
+			if ev.Body != "" {
+				in.UpdateExpression = aws.String(strings.Replace(*in.UpdateExpression, "SET ", "SET body_expires = :bx, ", 1))
+				v[":bx"] = bodyKept(ev)
+			}
 		}
 		out, err := s.api.UpdateItem(ctx, in)
 		var ccf *types.ConditionalCheckFailedException

@@ -348,6 +348,28 @@ func (s *Store) ResendRow(ctx context.Context, key string, now time.Time) (outbo
 	if !r.State.ForReview() {
 		return r, fmt.Errorf("resend row: it is %s: %w", r.State, outbox.ErrNotForReview)
 	}
+	// The event waits for its outbox again, with no expiry: its body must
+	// last a retention more.
+	ev, err := s.status(ctx, r.Event, now)
+	switch {
+	case errors.Is(err, inbox.ErrNotFound):
+		return r, fmt.Errorf("resend row: its event %s is gone: %w", r.Event, inbox.ErrNotFound)
+	case err != nil:
+		return r, fmt.Errorf("resend row: %w", err)
+	}
+	if ev, err = s.keepBody(ctx, ev, now.Add(s.retention)); err != nil {
+		return r, fmt.Errorf("resend row: %w", err)
+	}
+	eventSet := "SET outbox = :pending, outbox_gen = if_not_exists(outbox_gen, :zero) + :one, sweep_shard = :shard, due_ms = :nowms, updated_at = :now REMOVE expires_at, swept"
+	eventValues := map[string]types.AttributeValue{
+		":pending": str(outboxPending), ":shard": str(outboxShard(r.Event)), ":processed": str(string(inbox.StatusProcessed)),
+		":row": str(key), ":nowms": num(now.UnixMilli()), ":nows": num(now.Unix()), ":now": str(ts(now)),
+		":zero": num(0), ":one": num(1),
+	}
+	if ev.Body != "" {
+		eventSet = "SET body_expires = :bx, " + eventSet[len("SET "):]
+		eventValues[":bx"] = bodyKept(ev)
+	}
 	_, err = s.api.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: []types.TransactWriteItem{
 		{Update: &types.Update{
 			TableName:                &s.table,
@@ -363,16 +385,12 @@ func (s *Store) ResendRow(ctx context.Context, key string, now time.Time) (outbo
 			ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
 		}},
 		{Update: &types.Update{
-			TableName:                &s.table,
-			Key:                      map[string]types.AttributeValue{"pk": str(pk(r.Event))},
-			UpdateExpression:         aws.String("SET outbox = :pending, outbox_gen = if_not_exists(outbox_gen, :zero) + :one, sweep_shard = :shard, due_ms = :nowms, updated_at = :now REMOVE expires_at, swept"),
-			ConditionExpression:      aws.String("#status = :processed AND contains(outbox_rows, :row) AND (attribute_not_exists(expires_at) OR expires_at >= :nows)"),
-			ExpressionAttributeNames: map[string]string{"#status": "status"},
-			ExpressionAttributeValues: map[string]types.AttributeValue{
-				":pending": str(outboxPending), ":shard": str(outboxShard(r.Event)), ":processed": str(string(inbox.StatusProcessed)),
-				":row": str(key), ":nowms": num(now.UnixMilli()), ":nows": num(now.Unix()), ":now": str(ts(now)),
-				":zero": num(0), ":one": num(1),
-			},
+			TableName:                 &s.table,
+			Key:                       map[string]types.AttributeValue{"pk": str(pk(r.Event))},
+			UpdateExpression:          aws.String(eventSet),
+			ConditionExpression:       aws.String("#status = :processed AND contains(outbox_rows, :row) AND (attribute_not_exists(expires_at) OR expires_at >= :nows)"),
+			ExpressionAttributeNames:  map[string]string{"#status": "status"},
+			ExpressionAttributeValues: eventValues,
 		}},
 	}})
 	var tce *types.TransactionCanceledException

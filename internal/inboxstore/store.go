@@ -12,6 +12,7 @@ import (
 	"hash/fnv"
 	"math/rand/v2"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -167,6 +168,10 @@ type item struct {
 	// requeues and delivery passes.
 	Swept           int    `dynamodbav:"swept,omitempty"`
 	PreviousOutcome string `dynamodbav:"previous_outcome,omitempty"`
+	// BodyID and BodyExpires: a status item's body (see body.go); absent
+	// from an item of the whole layout.
+	BodyID      string `dynamodbav:"body_id,omitempty"`
+	BodyExpires int64  `dynamodbav:"body_expires,omitempty"`
 }
 
 // payloadRef is inbox.PayloadRef as stored: a payload kept outside the
@@ -297,6 +302,19 @@ func (it item) event() inbox.Event {
 		OutboxGen: it.OutboxGen,
 		Reruns:    it.Reruns, PreviousOutcome: inbox.Outcome(it.PreviousOutcome), Swept: it.Swept,
 	}
+	if it.BodyID != "" {
+		// The split layout: the key is the status item's pk.
+		e.Key = splitPK(it.PK)
+		e.Body, e.BodyUntil = it.BodyID, time.Unix(it.BodyExpires, 0)
+		if it.ReceivedMs != 0 {
+			e.ReceivedAt = time.UnixMilli(it.ReceivedMs)
+		}
+		if it.Kind == "" {
+			// A status item read without its body (a refused write's
+			// answer): its key, status and type only.
+			return withStatus(e, it)
+		}
+	}
 	// An event in its own source's and account's scope reads back with
 	// none chosen, as ingest gives it.
 	switch {
@@ -304,6 +322,15 @@ func (it item) event() inbox.Event {
 		e.Unscoped = true
 	case *it.Scope != inbox.ScopeOf(e.Key.Source, e.Key):
 		e.Scope = *it.Scope
+	}
+	return withStatus(e, it)
+}
+
+// withStatus sets what the status item keeps as numbers, and the
+// reference of the payload's object (which the status item keeps).
+func withStatus(e inbox.Event, it item) inbox.Event {
+	if r := it.PayloadRef; r != nil {
+		e.PayloadRef = &inbox.PayloadRef{Object: r.Object, Bytes: r.Bytes, SHA256: r.SHA256}
 	}
 	if it.DueMs != 0 {
 		e.DueAt = time.UnixMilli(it.DueMs)
@@ -316,9 +343,6 @@ func (it item) event() inbox.Event {
 	}
 	if it.LeaseUntil != 0 {
 		e.LeaseUntil = time.UnixMilli(it.LeaseUntil)
-	}
-	if r := it.PayloadRef; r != nil {
-		e.PayloadRef = &inbox.PayloadRef{Object: r.Object, Bytes: r.Bytes, SHA256: r.SHA256}
 	}
 	return e
 }
@@ -360,18 +384,44 @@ func (s *Store) insert(ctx context.Context, e inbox.Event, z []byte, now time.Ti
 	if e.DueAt.IsZero() {
 		e.DueAt = e.ReceivedAt
 	}
-	av, err := attributevalue.MarshalMap(toItem(e, z))
+	// A duplicate is told by its status item alone, read eventually
+	// consistently: a status found is stored (statuses are written last
+	// and deleted only once expired), and a read that misses a status
+	// written a moment ago only costs the two conditional writes below,
+	// which decide.
+	if stored, found, err := s.peek(ctx, e.Key, now); err != nil {
+		return inbox.Event{}, err
+	} else if found {
+		return stored, fmt.Errorf("insert %s: %w", e.Key, inbox.ErrDuplicate)
+	}
+	bodyUntil := now.Add(s.retention + BodyGrace)
+	body, status, err := splitItems(e, z, bodyUntil)
 	if err != nil {
 		return inbox.Event{}, fmt.Errorf("insert %s: %w", e.Key, err)
 	}
+	// The body first. One with the same name (the same event and payload)
+	// stored already is kept, unless it would expire sooner than this
+	// one: a body's expiry never moves earlier.
+	_, err = s.api.PutItem(ctx, &dynamodb.PutItemInput{
+		TableName:                 &s.table,
+		Item:                      body,
+		ConditionExpression:       aws.String("attribute_not_exists(pk) OR expires_at < :until"),
+		ExpressionAttributeValues: map[string]types.AttributeValue{":until": body["expires_at"]},
+	})
+	var ccf *types.ConditionalCheckFailedException
+	switch {
+	case errors.As(err, &ccf):
+		// Kept: it lasts at least as long as this one would.
+	case err != nil:
+		return inbox.Event{}, awserr.Wrap("insert "+e.Key.String(), err)
+	}
 	_, err = s.api.PutItem(ctx, &dynamodb.PutItemInput{
 		TableName:                           &s.table,
-		Item:                                av,
+		Item:                                status,
 		ConditionExpression:                 aws.String("attribute_not_exists(pk) OR (attribute_exists(expires_at) AND expires_at < :now)"),
 		ExpressionAttributeValues:           map[string]types.AttributeValue{":now": num(now.Unix())},
 		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
 	})
-	var ccf *types.ConditionalCheckFailedException
 	switch {
 	case errors.As(err, &ccf):
 		stored, derr := decode(ccf.Item)
@@ -382,7 +432,31 @@ func (s *Store) insert(ctx context.Context, e inbox.Event, z []byte, now time.Ti
 	case err != nil:
 		return inbox.Event{}, awserr.Wrap("insert "+e.Key.String(), err)
 	}
+	e.Body, e.BodyUntil = bodyID(e), time.Unix(bodyUntil.Unix(), 0)
+	e.ReceivedAt = e.ReceivedAt.Truncate(time.Millisecond) // as stored
 	return e, nil
+}
+
+// peek reads the status of k's event eventually consistently: found when
+// there is one that has not expired.
+func (s *Store) peek(ctx context.Context, k inbox.Key, now time.Time) (inbox.Event, bool, error) {
+	out, err := s.api.GetItem(ctx, &dynamodb.GetItemInput{
+		TableName: &s.table,
+		Key:       map[string]types.AttributeValue{"pk": str(pk(k))},
+	})
+	if err != nil {
+		return inbox.Event{}, false, awserr.Wrap("insert "+k.String(), err)
+	}
+	if out.Item == nil {
+		return inbox.Event{}, false, nil
+	}
+	ev, err := decode(out.Item)
+	if err != nil || expired(ev, now) {
+		// An item this release cannot read is left to the conditional
+		// write to decide.
+		return inbox.Event{}, false, nil
+	}
+	return ev, true, nil
 }
 
 // ClaimNonce records a signed nonce (id: its kind and value) with binding
@@ -447,6 +521,31 @@ func (s *Store) ClaimNonce(ctx context.Context, id, binding string, until, now t
 // Get returns the stored event, or inbox.ErrNotFound (also for an item
 // whose TTL has passed).
 func (s *Store) Get(ctx context.Context, k inbox.Key, now time.Time) (inbox.Event, error) {
+	av, err := s.getItem(ctx, pk(k), "get "+k.String())
+	if err != nil {
+		return inbox.Event{}, err
+	}
+	e, err := decode(av)
+	if err != nil {
+		return inbox.Event{}, err
+	}
+	if expired(e, now) {
+		return inbox.Event{}, fmt.Errorf("get %s: expired: %w", k, inbox.ErrNotFound)
+	}
+	if e.Body == "" {
+		return e, nil
+	}
+	whole, err := s.withBody(ctx, k, av)
+	if err != nil {
+		return inbox.Event{}, fmt.Errorf("get %s: %w", k, err)
+	}
+	return decode(whole)
+}
+
+// status returns the stored event as its status item alone has it (no
+// payload, headers or metadata for an event of the split layout), or
+// inbox.ErrNotFound (also for one whose TTL has passed).
+func (s *Store) status(ctx context.Context, k inbox.Key, now time.Time) (inbox.Event, error) {
 	av, err := s.getItem(ctx, pk(k), "get "+k.String())
 	if err != nil {
 		return inbox.Event{}, err
@@ -555,13 +654,38 @@ func (s *Store) Claim(ctx context.Context, k inbox.Key, owner string, now, lease
 		if errors.Is(err, inbox.ErrClaimed) && ev.LeaseOwner == owner {
 			// Our own claim, whose answer was lost and which the SDK sent
 			// again: the lease is ours.
-			return ev, nil
+			return s.claimed(ctx, k, ccf.Item, now)
 		}
 		return ev, err
 	case err != nil:
 		return inbox.Event{}, awserr.Wrap("claim "+k.String(), err)
 	}
-	return decode(out.Attributes)
+	return s.claimed(ctx, k, out.Attributes, now)
+}
+
+// claimed is the event a claim took, from its status item as the claim
+// left it: with its body, which is then made to last a retention more
+// (the event may wait that long for its next claim). The claim stands if
+// the body cannot be read: the event comes back with its status alone and
+// the error, and the caller records the failed attempt.
+func (s *Store) claimed(ctx context.Context, k inbox.Key, st map[string]types.AttributeValue, now time.Time) (inbox.Event, error) {
+	ev, err := decode(st)
+	if err != nil {
+		return ev, err
+	}
+	whole, err := s.withBody(ctx, k, st)
+	if err != nil {
+		return ev, fmt.Errorf("claim %s: %w", k, err)
+	}
+	full, err := decode(whole)
+	if err != nil {
+		return ev, err
+	}
+	kept, err := s.keepBody(ctx, full, now.Add(s.retention))
+	if err != nil {
+		return ev, fmt.Errorf("claim %s: %w", k, err)
+	}
+	return kept, nil
 }
 
 // maxCause bounds the error text kept on an event.
@@ -621,7 +745,18 @@ func (s *Store) Fail(ctx context.Context, k inbox.Key, f inbox.Failure, now time
 		update = "SET #status = :status, last_error = :cause, updated_at = :now, dead_by = :by, expires_at = :expires, sweep_shard = :dead REMOVE lease_owner, lease_until, due_ms, retry_ms"
 		values[":by"] = str(f.MessageID)
 		values[":dead"] = str(deadShard(k))
-		values[":expires"] = num(now.Add(max(s.retention, DeadRetention)).Unix())
+		expires := now.Add(max(s.retention, DeadRetention))
+		values[":expires"] = num(expires.Unix())
+		// The body must last as long as the dead event: a death is rare,
+		// so its status is read to learn whether the body needs extending.
+		ev, err := s.status(ctx, k, now)
+		if err == nil && ev.Body != "" {
+			if ev, err = s.keepBody(ctx, ev, expires); err != nil {
+				return inbox.Event{}, fmt.Errorf("fail %s: %w", k, err)
+			}
+			update = strings.Replace(update, "SET ", "SET body_expires = :bx, ", 1)
+			values[":bx"] = bodyKept(ev)
+		}
 	default:
 		return inbox.Event{}, fmt.Errorf("fail %s: status %q is not failed or dead", k, f.Status)
 	}

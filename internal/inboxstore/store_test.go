@@ -87,7 +87,7 @@ func newEvent(id string, payload []byte) inbox.Event {
 		Payload:    payload,
 		Attributes: map[string]string{"retry_num": "1"},
 		Status:     inbox.StatusReceived,
-		ReceivedAt: t0,
+		ReceivedAt: t0.Truncate(time.Millisecond), // the store keeps it to the millisecond
 		UpdatedAt:  t0,
 		DueAt:      t0.Truncate(time.Millisecond),
 	}
@@ -95,11 +95,23 @@ func newEvent(id string, payload []byte) inbox.Event {
 
 // utc puts every time of e in UTC so events compare with reflect.DeepEqual.
 func utc(e inbox.Event) inbox.Event {
+	// Where the body is kept is the store's bookkeeping (body.go), which
+	// its own tests check.
+	e.Body, e.BodyUntil = "", time.Time{}
 	for _, t := range []*time.Time{&e.Created, &e.ReceivedAt, &e.UpdatedAt, &e.ProcessedAt, &e.ExpiresAt, &e.LeaseUntil, &e.DueAt, &e.RetryAt} {
 		if !t.IsZero() {
 			*t = t.UTC()
 		}
 	}
+	return e
+}
+
+// statusOf is what a write's answer carries of an event stored in the
+// split layout: its key, type and status, without what its body holds.
+func statusOf(e inbox.Event) inbox.Event {
+	e = utc(e)
+	e.Kind, e.Created, e.Payload, e.PayloadRef = "", time.Time{}, nil, nil
+	e.Attributes, e.Headers, e.RequestID, e.Scope, e.Unscoped, e.ReceivedAt = nil, nil, "", "", false, time.Time{}
 	return e
 }
 
@@ -187,8 +199,8 @@ func TestInsert(t *testing.T) {
 		if !errors.Is(err, inbox.ErrDuplicate) {
 			t.Fatalf("second insert: got %v, want inbox.ErrDuplicate", err)
 		}
-		if !reflect.DeepEqual(utc(stored), first) {
-			t.Errorf("stored: got %+v, want %+v", utc(stored), first)
+		if !reflect.DeepEqual(statusOf(stored), statusOf(first)) {
+			t.Errorf("stored: got %+v, want %+v", statusOf(stored), statusOf(first))
 		}
 		if got := mustGet(t, s, first.Key, t0).Payload; !bytes.Equal(got, first.Payload) {
 			t.Errorf("payload after duplicate: got %s, want %s", got, first.Payload)
@@ -642,8 +654,8 @@ func TestFail(t *testing.T) {
 		want.LeaseUntil = time.Time{}
 		want.DueAt = retryAt.Truncate(time.Millisecond)
 		want.RetryAt = retryAt.Truncate(time.Millisecond)
-		if !reflect.DeepEqual(utc(got), utc(want)) {
-			t.Errorf("returned %+v, want %+v", utc(got), utc(want))
+		if !reflect.DeepEqual(statusOf(got), statusOf(want)) {
+			t.Errorf("returned %+v, want %+v", statusOf(got), statusOf(want))
 		}
 		if stored := mustGet(t, s, e.Key, at); !reflect.DeepEqual(utc(stored), utc(want)) {
 			t.Errorf("stored %+v, want %+v", utc(stored), utc(want))

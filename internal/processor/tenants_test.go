@@ -6,10 +6,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
-
 	"github.com/webhook-inbox/webhook-inbox/internal/effects"
 	"github.com/webhook-inbox/webhook-inbox/internal/handlers"
 	"github.com/webhook-inbox/webhook-inbox/internal/inbox"
@@ -180,13 +176,12 @@ func TestUnscopedEventKeepsItsKeys(t *testing.T) {
 // removeScope makes an event's item look as an earlier release wrote it.
 func (b *business) removeScope(tb testing.TB, k inbox.Key) {
 	tb.Helper()
-	_, err := b.db.UpdateItem(context.Background(), &dynamodb.UpdateItemInput{
-		TableName:                aws.String(b.table),
-		Key:                      map[string]types.AttributeValue{"pk": &types.AttributeValueMemberS{Value: "event#" + k.String()}},
-		UpdateExpression:         aws.String("REMOVE #scope"),
-		ExpressionAttributeNames: map[string]string{"#scope": "scope"},
-	})
+	ev, err := b.s.Get(context.Background(), k, b.clock.now())
 	if err != nil {
+		tb.Fatal(err)
+	}
+	ev.Unscoped, ev.Scope = true, ""
+	if err := b.s.PutWhole(context.Background(), ev); err != nil {
 		tb.Fatal(err)
 	}
 }

@@ -58,8 +58,9 @@ func TestUnitsPerPath(t *testing.T) {
 		t.Helper()
 		cc.Reset()
 		f()
-		got := cc.Units().Write
-		t.Logf("%-18s %4.0f write units", name, got)
+		u := cc.Units()
+		got := u.Write
+		t.Logf("%-18s %4.0f write units %v", name, got, u.WriteBy)
 		if got > want {
 			t.Errorf("%s: %.0f write units, over the design's %.0f", name, got, want)
 		}
