@@ -36,6 +36,9 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/aws/aws-sdk-go-v2/service/eventbridge"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/smithy-go/middleware"
@@ -45,6 +48,8 @@ import (
 	"github.com/webhook-inbox/webhook-inbox/internal/claimcheck"
 	"github.com/webhook-inbox/webhook-inbox/internal/emulators"
 	"github.com/webhook-inbox/webhook-inbox/internal/forward"
+	"github.com/webhook-inbox/webhook-inbox/internal/inbox"
+	"github.com/webhook-inbox/webhook-inbox/internal/inboxstore"
 	"github.com/webhook-inbox/webhook-inbox/internal/obs"
 )
 
@@ -71,7 +76,17 @@ const (
 
 func main() {
 	n := flag.Int("n", 100, "deliveries per path")
+	logs := flag.String("logs", "", "also write the functions' logs, which the bill counts, to this file")
 	flag.Parse()
+	if *logs != "" {
+		f, err := os.Create(*logs)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "cost:", err)
+			os.Exit(1)
+		}
+		defer f.Close()
+		logCopy = f
+	}
 	if err := run(*n, os.Stdout); err != nil {
 		fmt.Fprintln(os.Stderr, "cost:", err)
 		os.Exit(1)
@@ -99,9 +114,15 @@ type meter struct {
 
 func newMeter() *meter { return &meter{calls: map[string]int{}} }
 
+// logCopy, if set, gets a copy of every log line (-logs).
+var logCopy io.Writer
+
 func (m *meter) Write(p []byte) (int, error) {
 	m.mu.Lock()
 	m.logBytes += int64(len(p))
+	if logCopy != nil {
+		logCopy.Write(p)
+	}
 	m.mu.Unlock()
 	return len(p), nil
 }
@@ -184,6 +205,8 @@ func run(n int, out io.Writer) error {
 	if err != nil {
 		return err
 	}
+	// An unmetered client, for the floor's measurements.
+	raw := dynamodb.NewFromConfig(cfg)
 	m := newMeter()
 	cfg.APIOptions = append(cfg.APIOptions, m.count, m.Middleware)
 	sources, err := local.LoadSources("infra/local/sources.json")
@@ -276,21 +299,143 @@ func run(n int, out io.Writer) error {
 		if err := drain(ctx, poller); err != nil {
 			return err
 		}
-		if p.new && !p.large && !p.forwarded {
-			stored[p.source] = m.Units().WriteBy["PutItem"] / float64(n)
+		var f floorUnits
+		if p.new {
+			if f, err = measureFloor(ctx, raw, stack.Resources.TableName, p.source); err != nil {
+				return err
+			}
+			if !p.large && !p.forwarded {
+				stored[p.source] = f.whole
+			}
+		} else {
+			f.whole = stored[p.source]
 		}
-		storedUnits := stored[p.source]
-		if p.large {
-			storedUnits = m.Units().WriteBy["PutItem"] / float64(n)
-		}
-		report(out, p, m, n, storedUnits, objectDays)
+		report(out, p, m, n, f, objectDays)
 	}
 	return nil
 }
 
-// stored is the write units of a stored event of each source, from its
-// new path: what DynamoDB bills a duplicate's refused Put.
+// stored is the write units of a stored event of each source written
+// whole, from its new path: what DynamoDB bills a duplicate's refused Put
+// when there is one.
 var stored = map[string]float64{}
+
+// floorUnits is what the floor of a path is made of, measured on the
+// table: whole, the write units of its latest event written as one item
+// with its index entry (as releases before the split layout stored
+// events: payload, metadata and status together); status, the write
+// units of its status item as the run left it.
+type floorUnits struct{ whole, status float64 }
+
+// measureFloor measures the floor's units on the latest event of source
+// in the table: it writes that event whole under another key (its id with
+// "-floor"), reads what the write cost, and deletes it.
+func measureFloor(ctx context.Context, db *dynamodb.Client, table, source string) (floorUnits, error) {
+	var latest map[string]ddbtypes.AttributeValue
+	var latestMs int64
+	p := dynamodb.NewScanPaginator(db, &dynamodb.ScanInput{
+		TableName: &table, ConsistentRead: aws.Bool(true),
+		FilterExpression:          aws.String("begins_with(pk, :p) AND attribute_exists(body_id)"),
+		ExpressionAttributeValues: map[string]ddbtypes.AttributeValue{":p": &ddbtypes.AttributeValueMemberS{Value: "event#" + source + "#"}},
+	})
+	for p.HasMorePages() {
+		page, err := p.NextPage(ctx)
+		if err != nil {
+			return floorUnits{}, fmt.Errorf("floor: %w", err)
+		}
+		for _, it := range page.Items {
+			var r struct {
+				Ms int64 `dynamodbav:"received_ms"`
+			}
+			if attributevalue.UnmarshalMap(it, &r) == nil && r.Ms >= latestMs {
+				latest, latestMs = it, r.Ms
+			}
+		}
+	}
+	if latest == nil {
+		return floorUnits{}, fmt.Errorf("floor: no event of %s in the table", source)
+	}
+	pk := latest["pk"].(*ddbtypes.AttributeValueMemberS).Value
+	source, rest, _ := strings.Cut(strings.TrimPrefix(pk, "event#"), "#")
+	account, id, _ := strings.Cut(rest, "#")
+	k := inbox.Key{Source: source, Account: account, EventID: id}
+	ev, err := inboxstore.New(db, table, 0).Get(ctx, k, time.Now())
+	if err != nil {
+		return floorUnits{}, fmt.Errorf("floor: %w", err)
+	}
+	ev.Key.EventID += "-floor"
+	ev.PayloadRef, ev.ExpiresAt = nil, time.Time{}
+	if r := latest["payload_ref"]; r != nil {
+		// A payload in S3: the whole item holds its reference, as the
+		// status does.
+		var ref struct {
+			Object string `dynamodbav:"object"`
+			Bytes  int    `dynamodbav:"bytes"`
+			SHA256 string `dynamodbav:"sha256"`
+		}
+		if err := attributevalue.Unmarshal(r, &ref); err == nil {
+			ev.Payload, ev.PayloadRef = nil, &inbox.PayloadRef{Object: ref.Object, Bytes: ref.Bytes, SHA256: ref.SHA256}
+		}
+	}
+	c := &capacityOf{API: db}
+	if err := inboxstore.New(c, table, 0).PutWhole(ctx, ev); err != nil {
+		return floorUnits{}, fmt.Errorf("floor: %w", err)
+	}
+	if _, err := db.DeleteItem(ctx, &dynamodb.DeleteItemInput{TableName: &table, Key: map[string]ddbtypes.AttributeValue{"pk": &ddbtypes.AttributeValueMemberS{Value: "event#" + ev.Key.String()}}}); err != nil {
+		return floorUnits{}, fmt.Errorf("floor: %w", err)
+	}
+	return floorUnits{whole: c.units, status: math.Ceil(float64(itemSize(latest)) / 1024)}, nil
+}
+
+// capacityOf is a table client that asks for, and keeps, the capacity its
+// last PutItem consumed.
+type capacityOf struct {
+	inboxstore.API
+	units float64
+}
+
+func (c *capacityOf) PutItem(ctx context.Context, in *dynamodb.PutItemInput, opts ...func(*dynamodb.Options)) (*dynamodb.PutItemOutput, error) {
+	in.ReturnConsumedCapacity = ddbtypes.ReturnConsumedCapacityTotal
+	out, err := c.API.PutItem(ctx, in, opts...)
+	if err == nil && out.ConsumedCapacity != nil {
+		c.units = aws.ToFloat64(out.ConsumedCapacity.CapacityUnits)
+	}
+	return out, err
+}
+
+// itemSize is an item's size as DynamoDB bills it: each attribute's name
+// and value (a number: its significant digits halved, plus one).
+func itemSize(av map[string]ddbtypes.AttributeValue) int {
+	n := 0
+	for name, v := range av {
+		n += len(name) + valueSize(v)
+	}
+	return n
+}
+
+func valueSize(v ddbtypes.AttributeValue) int {
+	switch v := v.(type) {
+	case *ddbtypes.AttributeValueMemberS:
+		return len(v.Value)
+	case *ddbtypes.AttributeValueMemberB:
+		return len(v.Value)
+	case *ddbtypes.AttributeValueMemberN:
+		return (len(strings.TrimLeft(v.Value, "-0"))+1)/2 + 1
+	case *ddbtypes.AttributeValueMemberL:
+		n := 3
+		for _, e := range v.Value {
+			n += 1 + valueSize(e)
+		}
+		return n
+	case *ddbtypes.AttributeValueMemberM:
+		n := 3
+		for k, e := range v.Value {
+			n += 1 + len(k) + valueSize(e)
+		}
+		return n
+	}
+	return 1
+}
 
 // The corpus payloads the paths send (run reads them).
 var pushBody, stripeBody string
@@ -407,7 +552,7 @@ func drain(ctx context.Context, p *local.Poller) error {
 // bucket's lifecycle (objectDays); for a forwarded event, its entry put
 // once (EventBridge bills each 64 KB of an entry as an event, whatever the
 // request that carried it).
-func report(out io.Writer, p path, m *meter, n int, storedUnits float64, objectDays int) {
+func report(out io.Writer, p path, m *meter, n int, f floorUnits, objectDays int) {
 	per := func(v float64) float64 { return v / float64(n) }
 	sqsReq := 0
 	secrets := 0
@@ -436,8 +581,9 @@ func report(out io.Writer, p path, m *meter, n int, storedUnits float64, objectD
 	sort.Strings(calls[len(calls)-len(u.WriteBy):])
 	wru := u.Write
 	if !p.new {
-		// DynamoDB bills the refused Put as the write it would have been.
-		wru += storedUnits * float64(n)
+		// DynamoDB bills a refused Put as the write it would have been
+		// (the stored event's, at most); dynoxide reports none.
+		wru += f.whole * float64(m.calls["DynamoDB.PutItem"])
 	}
 	gbs := m.lambdaMS / 1000 * lambdaGB
 	s3Stored := float64(m.objectBytes) * float64(objectDays) / 30 * priceS3ByteMonth
@@ -445,14 +591,23 @@ func report(out io.Writer, p path, m *meter, n int, storedUnits float64, objectD
 		wru*priceWRU + u.Read*priceRRU + float64(sqsReq)*priceSQSRequest + float64(secrets)*priceSecretsCall + float64(m.logBytes)*priceLogsGB +
 		float64(s3Writes)*priceS3Write + float64(s3Reads)*priceS3Read + s3Stored + float64(m.ebEvents)*priceEBEvent
 
-	// The floor, per delivery.
-	floorWRU, floorSQS := storedUnits, 0.0
+	// The floor, per delivery. A duplicate: one eventually consistent
+	// read of the stored event's status (half a read unit). A new event:
+	// the event written once, whole, with its index entry; the commit's
+	// transaction over a status item of 1 KB, the effects and the
+	// status's index entry (the transaction's units less the status
+	// item's own, twice: the commit moves the event in the sweep's index,
+	// which dynoxide bills once, as a plain write).
+	floorWRU, floorRRU, floorSQS := 0.0, 0.5, 0.0
+	effects := 0.0
 	if p.new {
-		effects := math.Max(per(u.WriteBy["TransactWriteItems"])-2*storedUnits, 0)
-		floorWRU += 2*1 + effects
+		// A commit that is an UpdateItem (a plan with no part left) is
+		// the status's write alone.
+		effects = math.Max(per(u.WriteBy["TransactWriteItems"])-2*f.status, 0)
+		floorWRU, floorRRU = f.whole+2*1+effects, 0
 		floorSQS = 1 + 2.0/batchSize
 	}
-	floor := per(float64(m.apiRequests))*priceAPIRequest + per(gbs)*priceLambdaGBs + per(float64(m.invokes))*priceLambdaInvoke + floorWRU*priceWRU + floorSQS*priceSQSRequest
+	floor := per(float64(m.apiRequests))*priceAPIRequest + per(gbs)*priceLambdaGBs + per(float64(m.invokes))*priceLambdaInvoke + floorWRU*priceWRU + floorRRU*priceRRU + floorSQS*priceSQSRequest
 	if p.large {
 		// The object put once, read once, stored as long as the item may be.
 		floor += priceS3Write + priceS3Read + per(s3Stored)
@@ -463,6 +618,7 @@ func report(out io.Writer, p path, m *meter, n int, storedUnits float64, objectD
 		floor += per(float64(m.ebEvents)) * priceEBEvent
 	}
 	perM := func(v float64) float64 { return v * 1e6 }
-	fmt.Fprintf(out, "%-40s %9.2f %9.2f %6.2fx %7.2f %6.2f %6.2f %8.2f %8.0f\n    %s\n",
-		p.name, perM(bill/float64(n)), perM(floor), bill/float64(n)/floor, per(wru), per(u.Read), per(float64(sqsReq)), per(m.lambdaMS), per(float64(m.logBytes)), strings.Join(calls, ", "))
+	fmt.Fprintf(out, "%-40s %9.2f %9.2f %6.2fx %7.2f %6.2f %6.2f %8.2f %8.0f\n    %s\n    floor: WRU %.2f (the event whole %.0f, its status %.0f, effects and index %.2f), RRU %.2f\n",
+		p.name, perM(bill/float64(n)), perM(floor), bill/float64(n)/floor, per(wru), per(u.Read), per(float64(sqsReq)), per(m.lambdaMS), per(float64(m.logBytes)), strings.Join(calls, ", "),
+		floorWRU, f.whole, f.status, effects, floorRRU)
 }

@@ -81,6 +81,13 @@ func (s *Store) Insert(ctx context.Context, e inbox.Event, now time.Time) (inbox
 // event, as for any failed attempt.
 func (s *Store) Claim(ctx context.Context, k inbox.Key, owner string, now, leaseUntil time.Time) (inbox.Event, error) {
 	ev, err := s.Store.Claim(ctx, k, owner, now, leaseUntil)
+	return s.withObject(ctx, "claim", k, ev, err, now)
+}
+
+// withObject gives ev, which op read, its payload from its object if it
+// has one, renewing the object if it is older than RenewAfter; err is
+// op's.
+func (s *Store) withObject(ctx context.Context, op string, k inbox.Key, ev inbox.Event, err error, now time.Time) (inbox.Event, error) {
 	if ev.Key == k {
 		s.remember(k, ev.PayloadRef, time.Time{})
 	}
@@ -89,16 +96,37 @@ func (s *Store) Claim(ctx context.Context, k inbox.Key, owner string, now, lease
 	}
 	p, written, err := s.objects.Get(ctx, *ev.PayloadRef)
 	if err != nil {
-		return ev, fmt.Errorf("claim %s: %w", k, err)
+		return ev, fmt.Errorf("%s %s: %w", op, k, err)
 	}
 	if now.Sub(written) > RenewAfter {
 		if written, err = s.objects.Renew(ctx, *ev.PayloadRef); err != nil {
-			return ev, fmt.Errorf("claim %s: %w", k, err)
+			return ev, fmt.Errorf("%s %s: %w", op, k, err)
 		}
 	}
 	s.remember(k, ev.PayloadRef, written)
 	ev.Payload = p
 	return ev, nil
+}
+
+// Peek reads the event as inboxstore.Store.Peek does; an event whose
+// payload is in an object has it read (and renewed if older than
+// RenewAfter), as Claim does.
+func (s *Store) Peek(ctx context.Context, k inbox.Key, now time.Time) (inbox.Event, error) {
+	ev, err := s.Store.Peek(ctx, k, now)
+	return s.withObject(ctx, "peek", k, ev, err, now)
+}
+
+// CompleteFirst commits an unclaimed first attempt as
+// inboxstore.Store.CompleteFirst does, its expiry counted as Complete's.
+func (s *Store) CompleteFirst(ctx context.Context, ev inbox.Event, plan effects.Plan, outcome inbox.Outcome, now time.Time) error {
+	expiresFrom := now
+	if ev.PayloadRef != nil {
+		var err error
+		if expiresFrom, err = s.fresh(ctx, ev.Key, *ev.PayloadRef, now); err != nil {
+			return fmt.Errorf("complete %s: %w", ev.Key, err)
+		}
+	}
+	return s.Store.CompleteFirstExpiring(ctx, ev, plan, outcome, now, expiresFrom)
 }
 
 // Complete commits as inboxstore.Store.Complete does, after making sure

@@ -462,3 +462,87 @@ func TestWholeLayoutStillWorks(t *testing.T) {
 		t.Error("an old event was moved to the split layout")
 	}
 }
+
+// TestCompleteFirst: the first attempt's commit, unclaimed, lands only on
+// the event as it was stored; a claim, a commit or a failure before it
+// refuses it, with nothing written.
+func TestCompleteFirst(t *testing.T) {
+	db := dynamodb.NewFromConfig(mustDynamo(t).SafeConfig())
+	s, _ := newStoreOn(t, db)
+	ctx := context.Background()
+	fact := effects.Fact{Kind: "invoice_paid", Key: "in_first"}
+	plan := effects.Plan{Facts: []effects.Fact{fact}}
+	at := t0.Add(time.Second)
+
+	t.Run("as stored", func(t *testing.T) {
+		e := mustReceived(t, s, "evt_first")
+		ev, err := s.Peek(ctx, e.Key, at)
+		if err != nil || !bytes.Equal(ev.Payload, e.Payload) || ev.Status != inbox.StatusReceived {
+			t.Fatalf("peek: %+v, %v", ev, err)
+		}
+		if err := s.CompleteFirst(ctx, ev, plan, inbox.OutcomeApplied, at); err != nil {
+			t.Fatal(err)
+		}
+		got := mustGet(t, s, e.Key, at)
+		if got.Status != inbox.StatusProcessed || got.Attempts != 1 || got.Outcome != inbox.OutcomeApplied || !got.DueAt.IsZero() {
+			t.Errorf("after the first commit: %+v", got)
+		}
+		// Its answer lost, sent again: already processed, written once.
+		if err := s.CompleteFirst(ctx, ev, plan, inbox.OutcomeApplied, at); !errors.Is(err, inbox.ErrAlreadyProcessed) {
+			t.Errorf("again: got %v, want inbox.ErrAlreadyProcessed", err)
+		}
+	})
+
+	for _, tt := range []struct {
+		name   string
+		before func(tb testing.TB, k inbox.Key)
+		want   error
+	}{
+		{"claimed meanwhile", func(tb testing.TB, k inbox.Key) {
+			mustClaim(tb, s, k, "other", at, at.Add(time.Minute))
+		}, inbox.ErrLeaseLost},
+		{"claimed and committed meanwhile", func(tb testing.TB, k inbox.Key) {
+			ev := mustClaim(tb, s, k, "other", at, at.Add(time.Minute))
+			if err := s.Complete(ctx, ev, "other", effects.Plan{}, inbox.OutcomeIgnored, at); err != nil {
+				tb.Fatal(err)
+			}
+		}, inbox.ErrAlreadyProcessed},
+		{"failed meanwhile (a claim whose worker failed it)", func(tb testing.TB, k inbox.Key) {
+			mustClaim(tb, s, k, "other", at, at.Add(time.Minute))
+			if _, err := s.Fail(ctx, k, inbox.Failure{Owner: "other", Status: inbox.StatusFailed, Cause: "x", RetryAt: at}, at); err != nil {
+				tb.Fatal(err)
+			}
+		}, inbox.ErrLeaseLost},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			e := mustReceived(t, s, "evt_first_"+strings.ReplaceAll(tt.name, " ", "_"))
+			ev, err := s.Peek(ctx, e.Key, at)
+			if err != nil {
+				t.Fatal(err)
+			}
+			tt.before(t, e.Key)
+			f := effects.Fact{Kind: "invoice_paid", Key: e.Key.EventID}
+			if err := s.CompleteFirst(ctx, ev, effects.Plan{Facts: []effects.Fact{f}}, inbox.OutcomeApplied, at); !errors.Is(err, tt.want) {
+				t.Fatalf("got %v, want %v", err, tt.want)
+			}
+			assertEffectAbsent(t, s, f)
+		})
+	}
+
+	t.Run("an event stored whole by an earlier release", func(t *testing.T) {
+		e := newEvent("evt_first_whole", []byte(`{"old":true}`))
+		if err := s.PutWhole(ctx, e); err != nil {
+			t.Fatal(err)
+		}
+		ev, err := s.Peek(ctx, e.Key, at)
+		if err != nil || !bytes.Equal(ev.Payload, e.Payload) {
+			t.Fatalf("peek: %+v, %v", ev, err)
+		}
+		if err := s.CompleteFirst(ctx, ev, effects.Plan{}, inbox.OutcomeIgnored, at); err != nil {
+			t.Fatal(err)
+		}
+		if got := mustGet(t, s, e.Key, at); got.Status != inbox.StatusProcessed || got.Attempts != 1 {
+			t.Errorf("after the first commit: %+v", got)
+		}
+	})
+}

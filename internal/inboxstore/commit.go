@@ -61,6 +61,33 @@ func (s *Store) Complete(ctx context.Context, ev inbox.Event, owner string, plan
 // claim check counts it from its payload object's last write, so that the
 // item never outlives the object. Every time the commit records is now.
 func (s *Store) CompleteExpiring(ctx context.Context, ev inbox.Event, owner string, plan effects.Plan, outcome inbox.Outcome, now, expiresFrom time.Time) error {
+	return s.complete(ctx, ev, owner, plan, outcome, now, expiresFrom)
+}
+
+// CompleteFirst commits the first attempt at an event that nobody has
+// claimed (see Peek): as Complete does, fenced not by a lease but by the
+// event being exactly as it was stored — received, no attempt counted, no
+// lease — and counting the attempt it makes. A claim by any worker (which
+// counts an attempt) or any other commit comes first or is refused: the
+// commit is refused with inbox.ErrLeaseLost if the event was claimed
+// meanwhile, inbox.ErrAlreadyProcessed if it was processed. It also makes
+// sure the event's body lasts a retention more, as a claim does.
+func (s *Store) CompleteFirst(ctx context.Context, ev inbox.Event, plan effects.Plan, outcome inbox.Outcome, now time.Time) error {
+	return s.CompleteFirstExpiring(ctx, ev, plan, outcome, now, now)
+}
+
+// CompleteFirstExpiring is CompleteFirst with the event's expiry counted
+// from expiresFrom, as CompleteExpiring.
+func (s *Store) CompleteFirstExpiring(ctx context.Context, ev inbox.Event, plan effects.Plan, outcome inbox.Outcome, now, expiresFrom time.Time) error {
+	var err error
+	if ev, err = s.keepBody(ctx, ev, now.Add(s.retention)); err != nil {
+		return fmt.Errorf("complete %s: %w", ev.Key, err)
+	}
+	return s.complete(ctx, ev, "", plan, outcome, now, expiresFrom)
+}
+
+// complete is the commit; owner "" is the first attempt's, unclaimed.
+func (s *Store) complete(ctx context.Context, ev inbox.Event, owner string, plan effects.Plan, outcome inbox.Outcome, now, expiresFrom time.Time) error {
 	scope := ev.PartScope()
 	items := make([]types.TransactWriteItem, 0, plan.Len()+1)
 	for _, f := range plan.Facts {
@@ -126,6 +153,11 @@ func (s *Store) CompleteExpiring(ctx context.Context, ev inbox.Event, owner stri
 			return fmt.Errorf("complete %s: %w", ev.Key, &effects.RefusedError{Exists: refused})
 		}
 	}
+	if len(items) == 1 {
+		// The event's own write alone (no part left in the plan): a plain
+		// conditional write, at half a transaction's price.
+		return s.completeAlone(ctx, ev.Key, items[0].Update)
+	}
 	for try := 0; ; try++ {
 		_, err := s.api.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: items})
 		if err == nil {
@@ -142,6 +174,33 @@ func (s *Store) CompleteExpiring(ctx context.Context, ev inbox.Event, owner stri
 			return errors.Join(err, serr)
 		}
 	}
+}
+
+// completeAlone makes a commit with no part, up, as one conditional
+// write, its refusal told as the transaction's would be.
+func (s *Store) completeAlone(ctx context.Context, k inbox.Key, up *types.Update) error {
+	_, err := s.api.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName:                           up.TableName,
+		Key:                                 up.Key,
+		UpdateExpression:                    up.UpdateExpression,
+		ConditionExpression:                 up.ConditionExpression,
+		ExpressionAttributeNames:            up.ExpressionAttributeNames,
+		ExpressionAttributeValues:           up.ExpressionAttributeValues,
+		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
+	})
+	var ccf *types.ConditionalCheckFailedException
+	switch {
+	case err == nil:
+		return nil
+	case errors.As(err, &ccf):
+		if ccf.Item != nil {
+			if ev, derr := decode(ccf.Item); derr == nil && ev.Status == inbox.StatusProcessed {
+				return fmt.Errorf("complete %s: %w", k, inbox.ErrAlreadyProcessed)
+			}
+		}
+		return fmt.Errorf("complete %s: %w", k, inbox.ErrLeaseLost)
+	}
+	return awserr.Wrap("complete "+k.String(), err)
 }
 
 // touched is the list of IDs the event keeps, cut short to maxTouched
@@ -309,6 +368,17 @@ func (s *Store) processed(ev inbox.Event, owner string, outcome inbox.Outcome, t
 		":expires":    num(expiresFrom.Add(s.retention).Unix()),
 	}
 	expr := "SET #status = :processed, outcome = :outcome, processed_at = :now, updated_at = :now"
+	fence := "#status = :processing AND lease_owner = :owner"
+	if owner == "" {
+		// The first attempt, unclaimed: the event as it was stored, and
+		// this attempt counted.
+		delete(values, ":owner")
+		delete(values, ":processing")
+		values[":received"] = str(string(inbox.StatusReceived))
+		values[":zero"], values[":one"] = num(0), num(1)
+		fence = "#status = :received AND attempts = :zero AND attribute_not_exists(lease_owner)"
+		expr += ", attempts = :one"
+	}
 	if ev.Body != "" {
 		expr += ", body_expires = :bx"
 		values[":bx"] = bodyKept(ev)
@@ -341,11 +411,14 @@ func (s *Store) processed(ev inbox.Event, owner string, outcome inbox.Outcome, t
 	} else {
 		expr += " REMOVE lease_owner, lease_until, sweep_shard, due_ms"
 	}
+	if owner == "" {
+		expr += ", swept, retry_ms"
+	}
 	return types.TransactWriteItem{Update: &types.Update{
 		TableName:                           &s.table,
 		Key:                                 map[string]types.AttributeValue{"pk": str(pk(k))},
 		UpdateExpression:                    aws.String(expr),
-		ConditionExpression:                 aws.String("#status = :processing AND lease_owner = :owner"),
+		ConditionExpression:                 aws.String(fence),
 		ExpressionAttributeNames:            map[string]string{"#status": "status"},
 		ExpressionAttributeValues:           values,
 		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,

@@ -542,6 +542,37 @@ func (s *Store) Get(ctx context.Context, k inbox.Key, now time.Time) (inbox.Even
 	return decode(whole)
 }
 
+// Peek returns the stored event with its payload, read eventually
+// consistently and written nothing: for the first attempt at an event,
+// which commits with CompleteFirst if nobody claimed it meanwhile (that
+// commit's fence makes a stale read harmless). A status the eventual read
+// misses (stored a moment ago) is read again consistently. It returns
+// inbox.ErrNotFound for an absent or expired event.
+func (s *Store) Peek(ctx context.Context, k inbox.Key, now time.Time) (inbox.Event, error) {
+	out, err := s.api.GetItem(ctx, &dynamodb.GetItemInput{
+		TableName: &s.table,
+		Key:       map[string]types.AttributeValue{"pk": str(pk(k))},
+	})
+	if err != nil {
+		return inbox.Event{}, awserr.Wrap("peek "+k.String(), err)
+	}
+	if out.Item == nil {
+		return s.Get(ctx, k, now)
+	}
+	e, err := decode(out.Item)
+	if err != nil {
+		return inbox.Event{}, err
+	}
+	if expired(e, now) {
+		return inbox.Event{}, fmt.Errorf("peek %s: expired: %w", k, inbox.ErrNotFound)
+	}
+	whole, err := s.withBody(ctx, k, out.Item)
+	if err != nil {
+		return e, fmt.Errorf("peek %s: %w", k, err)
+	}
+	return decode(whole)
+}
+
 // status returns the stored event as its status item alone has it (no
 // payload, headers or metadata for an event of the split layout), or
 // inbox.ErrNotFound (also for one whose TTL has passed).

@@ -571,6 +571,22 @@ func TestComplete(t *testing.T) {
 		assertEffectAbsent(t, s, rec)
 	})
 
+	t.Run("a plan with no part is one conditional write, refused alike", func(t *testing.T) {
+		e := mustClaimed(t, s, "evt_empty_plan", "worker-a")
+		if err := s.Complete(ctx, e, "worker-b", effects.Plan{}, inbox.OutcomeIgnored, done); !errors.Is(err, inbox.ErrLeaseLost) {
+			t.Fatalf("another owner: got %v, want inbox.ErrLeaseLost", err)
+		}
+		if err := s.Complete(ctx, e, "worker-a", effects.Plan{}, inbox.OutcomeIgnored, done); err != nil {
+			t.Fatal(err)
+		}
+		if got := mustGet(t, s, e.Key, done); got.Status != inbox.StatusProcessed || got.Outcome != inbox.OutcomeIgnored || got.ExpiresAt.IsZero() {
+			t.Errorf("after the commit: %+v", got)
+		}
+		if err := s.Complete(ctx, e, "worker-a", effects.Plan{}, inbox.OutcomeIgnored, done); !errors.Is(err, inbox.ErrAlreadyProcessed) {
+			t.Errorf("again: got %v, want inbox.ErrAlreadyProcessed", err)
+		}
+	})
+
 	t.Run("existing record", func(t *testing.T) {
 		first := mustClaimed(t, s, "evt_first", "worker-a")
 		shared := effects.Fact{Kind: "invoice_paid", Key: "in_shared", Attributes: map[string]any{"by": "first"}}

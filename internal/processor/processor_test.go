@@ -31,6 +31,11 @@ type fakeStore struct {
 	// get answers the consistent read after a failure whose outcome is
 	// unknown; nil is an unreachable store.
 	get func() (inbox.Event, error)
+	// peek and completeFirst are the first attempt's read and commit
+	// (record.first); a nil peek is an unreachable store, so the record
+	// takes the claim's path.
+	peek          func() (inbox.Event, error)
+	completeFirst func(plan effects.Plan, outcome inbox.Outcome) error
 
 	mu    sync.Mutex
 	fails []inbox.Failure
@@ -43,6 +48,23 @@ func (f *fakeStore) Get(context.Context, inbox.Key, time.Time) (inbox.Event, err
 		return inbox.Event{}, inbox.ErrUnavailable
 	}
 	return f.get()
+}
+
+func (f *fakeStore) Peek(context.Context, inbox.Key, time.Time) (inbox.Event, error) {
+	if f.peek == nil {
+		return inbox.Event{}, inbox.ErrUnavailable
+	}
+	return f.peek()
+}
+
+func (f *fakeStore) CompleteFirst(ctx context.Context, _ inbox.Event, plan effects.Plan, outcome inbox.Outcome, _ time.Time) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if f.completeFirst == nil {
+		return errors.New("unexpected first commit")
+	}
+	return f.completeFirst(plan, outcome)
 }
 
 func (f *fakeStore) Claim(_ context.Context, k inbox.Key, owner string, _, _ time.Time) (inbox.Event, error) {

@@ -33,6 +33,11 @@ func (p *Processor) record(work, book context.Context, inv invocation, j *job) r
 	}
 	k := msg.Key
 	owner := j.owner
+	if receives(rec) == 1 {
+		if res, done := p.first(work, book, j, k); done {
+			return res
+		}
+	}
 	now := p.cfg.Now()
 	ev, err := p.cfg.Store.Claim(work, k, owner, now, inv.leaseUntil(now))
 	res := recordResult{key: k, eventType: ev.Type}
@@ -56,18 +61,12 @@ func (p *Processor) record(work, book context.Context, inv invocation, j *job) r
 	if err != nil {
 		return p.failed(work, book, j, k, res, err)
 	}
-	outcome, plan, err = p.commit(work, ev, owner, plan, outcome)
+	outcome, plan, err = p.commit(plan, outcome, func(plan effects.Plan, outcome inbox.Outcome) error {
+		return p.cfg.Store.Complete(work, ev, owner, plan, outcome, p.cfg.Now())
+	})
 	switch {
 	case err == nil:
-		res.outcome = string(outcome)
-		if len(plan.Outbound) > 0 {
-			// The rows as the store keeps them: in the event's scope.
-			rows := make([]string, len(plan.Outbound))
-			for i, o := range plan.Outbound {
-				rows[i] = effects.ScopedKey(ev.PartScope(), o.Key)
-			}
-			return p.deliver(work, book, j, k, ev.OutboxGen, rows, res)
-		}
+		return p.committed(work, book, j, ev, plan, outcome, res)
 	case errors.Is(err, inbox.ErrAlreadyProcessed):
 		// Committed by this worker (its answer lost) or by another that
 		// took the event over: the stored event says which rows it has.
@@ -87,6 +86,53 @@ func (p *Processor) record(work, book context.Context, inv invocation, j *job) r
 		return p.failed(work, book, j, k, res, err)
 	}
 	return res
+}
+
+// first makes the first attempt at an event that nobody has tried yet
+// (the first receive of a message; the event received, no attempt
+// counted, no lease) without claiming it: it reads the event, runs the
+// handler and commits, the commit fenced by the event being as it was
+// stored (inboxstore.Store.CompleteFirst), which saves the claim's write.
+// Handlers are pure, so a worker that runs one alongside another's claim
+// only wastes the run: of two commits one is refused. When the attempt
+// cannot finish that way — the event was claimed or tried already, the
+// handler or the commit failed — it reports not done, and the record
+// takes the claim's path, which counts the attempt (the handler runs
+// again: it is pure) and records what happens. Its later receives always
+// take that path, so an event whose processing stops the worker (a crash,
+// a timeout) has its attempts counted from the second receive on.
+func (p *Processor) first(work, book context.Context, j *job, k inbox.Key) (recordResult, bool) {
+	ev, err := p.cfg.Store.Peek(work, k, p.cfg.Now())
+	if err != nil || ev.Status != inbox.StatusReceived || ev.Attempts != 0 || ev.LeaseOwner != "" {
+		return recordResult{}, false
+	}
+	plan, outcome, err := p.plan(work, ev)
+	if err != nil {
+		return recordResult{}, false
+	}
+	outcome, plan, err = p.commit(plan, outcome, func(plan effects.Plan, outcome inbox.Outcome) error {
+		return p.cfg.Store.CompleteFirst(work, ev, plan, outcome, p.cfg.Now())
+	})
+	if err != nil {
+		return recordResult{}, false
+	}
+	ev.Attempts = 1
+	return p.committed(work, book, j, ev, plan, outcome, recordResult{key: k, eventType: ev.Type, attempt: 1}), true
+}
+
+// committed is a record whose commit landed: its outbox rows, if any,
+// delivered.
+func (p *Processor) committed(work, book context.Context, j *job, ev inbox.Event, plan effects.Plan, outcome inbox.Outcome, res recordResult) recordResult {
+	res.outcome = string(outcome)
+	if len(plan.Outbound) == 0 {
+		return res
+	}
+	// The rows as the store keeps them: in the event's scope.
+	rows := make([]string, len(plan.Outbound))
+	for i, o := range plan.Outbound {
+		rows[i] = effects.ScopedKey(ev.PartScope(), o.Key)
+	}
+	return p.deliver(work, book, j, ev.Key, ev.OutboxGen, rows, res)
 }
 
 // checkTargets refuses a plan whose outbound call names a target the
@@ -172,10 +218,10 @@ func (p *Processor) handle(ctx context.Context, h effects.Handler, ev inbox.Even
 // forwarding row is none), else stale when an update was refused, else
 // duplicate_effect; an event with no business part to begin with stays
 // ignored.
-func (p *Processor) commit(ctx context.Context, ev inbox.Event, owner string, plan effects.Plan, outcome inbox.Outcome) (inbox.Outcome, effects.Plan, error) {
+func (p *Processor) commit(plan effects.Plan, outcome inbox.Outcome, complete func(effects.Plan, inbox.Outcome) error) (inbox.Outcome, effects.Plan, error) {
 	stale := false
 	for range plan.Len() + 1 {
-		err := p.cfg.Store.Complete(ctx, ev, owner, plan, outcome, p.cfg.Now())
+		err := complete(plan, outcome)
 		var refused *effects.RefusedError
 		if !errors.As(err, &refused) {
 			return outcome, plan, err
