@@ -1,9 +1,12 @@
 /*
  * The webhook-inbox protocol, for one event, as a Promela model.
  *
- * Ingest stores the event and enqueues a message; workers claim it with a
- * lease, run its handler, commit the fact with the event's status and an
- * outbox row, deliver the row under its own lease, settle, and ack. SQS
+ * Ingest stores the event (its body, then its status) and enqueues a
+ * message; a worker's first receive of a message tries the event without
+ * a claim, committing only if nobody touched it; otherwise workers claim
+ * it with a lease, run its handler, commit the fact with the event's
+ * status and an outbox row, deliver the row under its own lease, settle,
+ * and ack. SQS
  * redelivers what is not acked and moves a message received MAXRC times
  * to the DLQ; the sweep re-enqueues unfinished events and unsettled
  * outboxes; replay revives a dead event from the DLQ. A worker may crash
@@ -41,6 +44,7 @@
 #define R_DEAD       6
 
 byte status = NONE;
+bool body = false;       /* the event's body item (payload, headers) is stored */
 byte owner = 0;          /* the event's lease owner token, 0 for none */
 bool lease = false;      /* the lease is live */
 byte attempts = 0;
@@ -86,11 +90,30 @@ proctype Provider() {
 	do
 	:: tries < 2 ->
 		tries++;
+#ifndef STATUS_FIRST
+		/* The body, then the status: a stop between them (on the first
+		 * try: the second stores the event) leaves a body nothing points
+		 * at, and no 2xx, so the provider sends the delivery again. */
+		body = true;
+		if
+		:: tries == 1 -> goto again
+		:: true -> skip
+		fi;
 		atomic { if :: status == NONE -> status = RECEIVED :: else -> skip fi };
+#else
+		/* Broken on purpose: the status first. */
+		atomic { if :: status == NONE -> status = RECEIVED :: else -> skip fi };
+		if
+		:: tries == 1 -> goto again
+		:: true -> skip
+		fi;
+		body = true;
+#endif
 		if
 		:: unfinished && nfull(queue) -> queue!0   /* stored (or a duplicate still unfinished): enqueued */
 		:: true -> skip                              /* the enqueue failed (503) or the event is finished */
-		fi
+		fi;
+	again:	skip
 	:: else -> break
 	od
 }
@@ -127,6 +150,47 @@ proctype Worker(byte me) {
 end:	do
 	:: atomic { queue?rc -> rc++; newToken(me, tok) };
 
+		/* A message's first receive tries the event without a claim, if
+		 * nobody has tried it yet. impl: processor.Processor.first,
+		 * inboxstore.Store.Peek */
+		if
+		:: rc == 1 ->
+			atomic {
+				if
+				:: CRASH -> crash()
+				:: else -> skip
+				fi;
+				if
+				:: status == RECEIVED && attempts == 0 -> assert(body)   /* the read finds its payload */
+				:: else -> goto claim
+				fi
+			}
+			/* The handler, and its commit fenced by the event being as
+			 * stored. impl: inboxstore.Store.CompleteFirst */
+			atomic {
+				if
+				:: CRASH -> crash()
+				:: else -> skip
+				fi;
+				if
+				:: faults < FAULTS -> faults++; goto claim   /* failed: the claim's path counts and records it */
+#ifndef UNFENCED_FIRST
+				:: status == RECEIVED && attempts == 0 ->
+#else
+				:: true ->   /* broken on purpose: no fence */
+#endif
+					facts++;
+					assert(facts <= 1);
+					status = PROCESSED; attempts = 1; lease = false; owner = 0;
+					row = R_PENDING; pendingOutbox = true;
+					goto deliver
+				:: else -> goto claim   /* claimed or processed meanwhile: the claim's path answers */
+				fi
+			}
+		:: else -> skip
+		fi;
+
+	claim:
 		/* impl: inboxstore.Store.Claim */
 		atomic {
 			if
@@ -135,11 +199,16 @@ end:	do
 			fi;
 			if
 			:: status == RECEIVED || status == FAILED || (status == PROCESSING && !lease) ->
+				assert(body);   /* the claim reads its payload */
 				status = PROCESSING; owner = tok; lease = true; attempts++
 			:: status == PROCESSED -> goto deliver   /* its outbox, if unsettled */
 			:: status == DEAD -> goto next           /* final: acknowledged */
 			:: status == PROCESSING && lease ->      /* held elsewhere: back later, or the holder's */
+#ifndef REPORT_HELD
 				if :: rc >= MAXRC -> goto next :: else -> giveBack(rc); goto next fi
+#else
+				giveBack(rc); goto next   /* broken on purpose: reported on its last receive too */
+#endif
 			fi
 		}
 
@@ -162,7 +231,11 @@ end:	do
 			:: true ->
 				/* impl: inboxstore.Store.Complete */
 				if
+#ifndef UNFENCED_COMMIT
 				:: status == PROCESSING && owner == tok ->
+#else
+				:: true ->   /* broken on purpose: no condition */
+#endif
 					facts++;   /* the fact IF absent: only this commit writes it */
 					assert(facts <= 1);
 					status = PROCESSED; lease = false; owner = 0;
@@ -185,7 +258,11 @@ end:	do
 				row = R_DELIVERING; rowOwner = tok; rowLease = true; rowAttempts++;
 				if :: rowAttempts > ROWATT -> row = R_DEAD; rowLease = false; goto settle :: else -> skip fi
 			:: row == R_DELIVERING && !rowLease ->   /* its holder stopped: it may have been sent */
+#ifndef RESEND_STOPPED
 				row = R_UNKNOWN; rowOwner = 0; goto settle
+#else
+				rowOwner = tok; rowLease = true; rowAttempts++   /* broken on purpose: sent again */
+#endif
 			:: else -> goto settle                  /* final, or held by another worker */
 			fi
 		}
@@ -258,10 +335,14 @@ end:	do
 
 /* impl: replay.run.sweep, inboxstore.Store.Overdue */
 proctype Sweep() {
+#ifndef NO_SWEEP
 end:	do
 	:: (unfinished || pendingOutbox) && empty(queue) && !(status == PROCESSING && lease) && !(row == R_DELIVERING && rowLease) ->
 		queue!0
 	od
+#else
+	skip   /* broken on purpose: no sweep */
+#endif
 }
 
 /* impl: replay.run.drainOne, replay.run.replayOne, inboxstore.Store.Requeue */

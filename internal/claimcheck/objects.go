@@ -6,22 +6,21 @@
 // renewing the object if that write is old, so an object never expires
 // before its item.
 //
-// Why and when. The item is rewritten on every status change and
-// DynamoDB bills a write unit per KB of it each time; S3 bills a request.
-// An event's life writes its item about four times (store, claim, the
-// commit's transaction counting twice), so each KB of payload in the item
-// costs about 4 write units, $2.50 per million events at $0.625 per
-// million units; the claim check costs a PUT and a GET ($0.005 and
-// $0.0004 per thousand) when the event finishes within RenewAfter of its
-// storing, plus a copy ($0.005 per thousand) at each claim, commit or
-// settling later than that: $5.40 to about $20 per million events whatever
-// the size, and S3's storage ($0.023 per GB-month, for ObjectDays). The
-// two meet between 2 and 8 KB of compressed payload. Payloads compressing
-// to more than InlineMax (16 KiB, about 100 KB of JSON, more than nearly
-// every delivery of the corpus) come here: from there S3 is cheaper even
-// for an event retried for days, and it is the only way at all past an
-// item's 400 KB. Below it the item keeps the payload
-// (compressed, see inboxstore), with no S3 call in ingest's path.
+// Why and when. The payload is written once, in the event's body item
+// (inboxstore's split layout), and read back at its first attempt or
+// claim: DynamoDB bills a write unit per KB written and half a read unit
+// per 4 KB read, so each KB of compressed payload costs about $0.64 per
+// million events ($0.625 per million units); the claim check costs a PUT
+// and a GET ($0.005 and $0.0004 per thousand) when the event finishes
+// within RenewAfter of its storing, plus a copy ($0.005 per thousand) at
+// each claim, commit or settling later than that: $5.40 to about $20 per
+// million events whatever the size, and S3's storage ($0.023 per
+// GB-month, for ObjectDays). The two meet between 8 and 31 KB of
+// compressed payload. Payloads compressing to more than InlineMax (16 KiB,
+// about 100 KB of JSON, more than nearly every delivery of the corpus)
+// come here, and past an item's 400 KB it is the only way. Below it the
+// body keeps the payload (compressed, see inboxstore), with no S3 call in
+// ingest's path.
 //
 // Expiry. S3 expires an object a fixed number of days after it was
 // written (its lifecycle rule, rounded up to the next midnight UTC);

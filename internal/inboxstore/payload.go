@@ -10,39 +10,29 @@ import (
 )
 
 // An event's payload is stored gzip-compressed (payload_z) when that makes
-// it smaller, else as it came (payload). Every status change rewrites the
-// whole item and DynamoDB bills a write unit per KB of it, so the payload's
-// size is paid on each write of an event's life (store, claim, commit —
-// twice, inside a transaction — and any failure). On the corpus in
+// it smaller, else as it came (payload), in the event's body item, which
+// is written once (see body.go): DynamoDB bills a write unit per KB, so
+// the smaller body costs less to write and to read. On the corpus in
 // testdata/corpus (298 real deliveries, 3.3 MB) gzip makes payloads 6.6
 // times smaller; a 6.4 KB Stripe invoice.paid becomes about 1.4 KB. The
 // standard library's gzip needs no new dependency; zstd would gain little
 // at these sizes.
 //
-// Measured (processor's TestUnitsPerPath, a 6,374-byte Stripe
-// invoice.paid, table and index units): ingest 8 → 4 write units, its
-// processing 45 → 26.
+// Releases before the split layout kept the payload in the one item every
+// status change rewrote; compression took a Stripe invoice.paid's ingest
+// from 8 to 4 write units and its processing from 45 to 26 then, and the
+// split took them to 4 and 16 (processor's TestUnitsPerPath). The split
+// was first set aside for its expiry: the event expires a retention after
+// it finishes, known only then, and moving a payload item's expiry then is
+// a write of the whole payload. body.go answers it with a grace: the body
+// is written to last a day longer than the event could need if it
+// finished at once, and is extended, rarely, only by an event that
+// finishes or waits past that.
 //
-// The other design, the payload in an immutable item of its own written
-// before a small status item, would make each later write cost a unit or
-// two. It is not taken, for what it costs back: a second item written at
-// ingest (the payload's units, compressed too) and read at every claim
-// (the status write no longer brings the payload); a crash between the
-// two writes leaves an orphan payload, harmless only if it expires; and
-// its expiry cannot follow the event's: the event expires a retention
-// after it finishes, which is known only then, and moving the payload's
-// expiry then is a write of the whole payload again (twice, inside the
-// commit's transaction). A payload expiring at a fixed time instead would
-// be lost under an event still unfinished or dead past it, which replay
-// must be able to run. On the Stripe event above the split would save
-// about 2 of 30 write units and add a read per claim: not worth a window
-// where an event can lose its payload.
-//
-// A payload whose gzip is over claimcheck.InlineMax is not in the item at
+// A payload whose gzip is over claimcheck.InlineMax is not in the body at
 // all: package claimcheck keeps it in S3, where it is cheaper past a few
-// KB, and renews its object before every write that sets the item's
-// expiry — the expiry problem above, solved by a copy of the object where
-// a split item would rewrite the payload in a transaction.
+// KB, and renews its object before every write that sets the status
+// item's expiry (the status item keeps the object's reference).
 //
 // Bodies the client sent compressed are not special: the payload is the
 // verified body as received, byte for byte, and decompression gives back
