@@ -55,6 +55,7 @@ byte rowOwner = 0;
 bool rowLease = false;
 byte rowAttempts = 0;
 bool pendingOutbox = false;  /* the event's outbox is not settled */
+bool carried = false;    /* its delivery carried by its message alone: out of the sweep's view */
 byte sends = 0;          /* requests that reached the receiver */
 
 byte cur[2];             /* each worker's current owner token */
@@ -158,7 +159,7 @@ end:	do
 			atomic {
 				if
 				:: CRASH -> crash()
-				:: else -> skip
+				:: true -> skip
 				fi;
 				if
 				:: status == RECEIVED && attempts == 0 -> assert(body)   /* the read finds its payload */
@@ -170,7 +171,7 @@ end:	do
 			atomic {
 				if
 				:: CRASH -> crash()
-				:: else -> skip
+				:: true -> skip
 				fi;
 				if
 				:: faults < FAULTS -> faults++; goto claim   /* failed: the claim's path counts and records it */
@@ -183,6 +184,9 @@ end:	do
 					assert(facts <= 1);
 					status = PROCESSED; attempts = 1; lease = false; owner = 0;
 					row = R_PENDING; pendingOutbox = true;
+					/* Not on the last receive: its message carries the
+					 * delivery, and the event leaves the sweep's view. */
+					carried = (rc < MAXRC);
 					goto deliver
 				:: else -> goto claim   /* claimed or processed meanwhile: the claim's path answers */
 				fi
@@ -195,13 +199,18 @@ end:	do
 		atomic {
 			if
 			:: CRASH -> crash()
-			:: else -> skip
+			:: true -> skip
 			fi;
 			if
 			:: status == RECEIVED || status == FAILED || (status == PROCESSING && !lease) ->
 				assert(body);   /* the claim reads its payload */
 				status = PROCESSING; owner = tok; lease = true; attempts++
-			:: status == PROCESSED -> goto deliver   /* its outbox, if unsettled */
+			:: status == PROCESSED ->   /* its outbox, if unsettled */
+				/* A carried outbox whose committing receive did not
+				 * finish it: back in the sweep's view first.
+				 * impl: inboxstore.Store.WatchOutbox */
+				if :: pendingOutbox && carried -> carried = false :: else -> skip fi;
+				goto deliver
 			:: status == DEAD -> goto next           /* final: acknowledged */
 			:: status == PROCESSING && lease ->      /* held elsewhere: back later, or the holder's */
 #ifndef REPORT_HELD
@@ -216,7 +225,7 @@ end:	do
 		atomic {
 			if
 			:: CRASH -> crash()
-			:: else -> skip
+			:: true -> skip
 			fi;
 			if
 			:: attempts > MAXATT -> goto dead
@@ -250,7 +259,7 @@ end:	do
 		atomic {
 			if
 			:: CRASH -> crash()   /* after the commit, before the ack */
-			:: else -> skip
+			:: true -> skip
 			fi;
 			if
 			:: !pendingOutbox -> goto next
@@ -285,7 +294,7 @@ end:	do
 		atomic {
 			if
 			:: CRASH -> crash()   /* sent, not recorded */
-			:: else -> skip
+			:: true -> skip
 			fi;
 			if
 			:: row == R_DELIVERING && rowOwner == tok -> row = R_DELIVERED; rowLease = false
@@ -299,7 +308,11 @@ end:	do
 		atomic {
 			if
 			:: row == R_DELIVERED || row == R_UNKNOWN || row == R_DEAD -> pendingOutbox = false
-			:: else -> skip
+#ifndef NO_CONVERT
+			:: else -> carried = false   /* not settled: back in the sweep's view */
+#else
+			:: else -> skip   /* broken on purpose: left out of it */
+#endif
 			fi;
 			if
 			:: pendingOutbox && rc < MAXRC -> giveBack(rc)   /* back when the row is due */
@@ -330,6 +343,9 @@ proctype Clock() {
 end:	do
 	:: expires < EXPIRES && status == PROCESSING && lease -> expires++; lease = false
 	:: expires < EXPIRES && row == R_DELIVERING && rowLease -> expires++; rowLease = false
+	/* A lease whose holder has stopped (crashed) ends in its time. */
+	:: status == PROCESSING && lease && owner != cur[0] && owner != cur[1] -> lease = false
+	:: row == R_DELIVERING && rowLease && rowOwner != cur[0] && rowOwner != cur[1] -> rowLease = false
 	od
 }
 
@@ -337,7 +353,7 @@ end:	do
 proctype Sweep() {
 #ifndef NO_SWEEP
 end:	do
-	:: (unfinished || pendingOutbox) && empty(queue) && !(status == PROCESSING && lease) && !(row == R_DELIVERING && rowLease) ->
+	:: (unfinished || (pendingOutbox && !carried)) && empty(queue) && !(status == PROCESSING && lease) && !(row == R_DELIVERING && rowLease) ->
 		queue!0
 	od
 #else

@@ -594,15 +594,20 @@ func report(out io.Writer, p path, m *meter, n int, f floorUnits, objectDays int
 	// The floor, per delivery. A duplicate: one eventually consistent
 	// read of the stored event's status (half a read unit). A new event:
 	// the event written once, whole, with its index entry; the commit:
-	// a transaction over a status item of 1 KB (2 units), the effects and
-	// the status's index entries (the transaction's units less the status
-	// item's own, twice; dynoxide bills index writes once, as plain
-	// writes). A commit with no part (an UpdateItem, no transaction) is
-	// floored the same: its status write and its index entry, 2 units.
+	// a transaction over a status item of 1 KB (2 units) and the effects
+	// (the transaction's table units less the status item's, twice), and
+	// one write of the status's index entry (the event leaves the sweep's
+	// view: dynoxide bills index writes once, as plain writes). A commit
+	// with no part (an UpdateItem, no transaction) is floored at its
+	// status write and its index entry, 2 units.
 	floorWRU, floorRRU, floorSQS := 0.0, 0.5, 0.0
 	effects := 0.0
 	if p.new {
-		effects = math.Max(per(u.WriteBy["TransactWriteItems"])-2*f.status, 0)
+		table := per(u.WriteBy["TransactWriteItems"] - u.IndexWriteBy["TransactWriteItems"])
+		effects = math.Max(table-2*f.status, 0) + 1
+		if table == 0 {
+			effects = 0
+		}
 		floorWRU, floorRRU = f.whole+2*1+effects, 0
 		floorSQS = 1 + 2.0/batchSize
 	}

@@ -12,8 +12,8 @@ import (
 
 // Capacity adds up the DynamoDB capacity a client's calls consume, as the
 // server reports it: its Middleware asks every write, GetItem and Query
-// for ReturnConsumedCapacity TOTAL (table and indexes). Tests and the
-// cost tool read it; no function uses it.
+// for ReturnConsumedCapacity INDEXES (the total, and the indexes' share).
+// Tests and the cost tool read it; no function uses it.
 type Capacity struct {
 	mu sync.Mutex
 	u  CapacityUnits
@@ -22,8 +22,9 @@ type Capacity struct {
 // CapacityUnits is what a Capacity has counted.
 type CapacityUnits struct {
 	Write, Read float64
-	// WriteBy is the write units by operation ("PutItem", "TransactWriteItems"…).
-	WriteBy map[string]float64
+	// WriteBy is the write units by operation ("PutItem", "TransactWriteItems"…),
+	// and IndexWriteBy the part of them the indexes consumed.
+	WriteBy, IndexWriteBy map[string]float64
 	// Transacted is when the last TransactWriteItems answered.
 	Transacted time.Time
 }
@@ -44,6 +45,10 @@ func (c *Capacity) Units() CapacityUnits {
 	for k, v := range c.u.WriteBy {
 		u.WriteBy[k] = v
 	}
+	u.IndexWriteBy = make(map[string]float64, len(c.u.IndexWriteBy))
+	for k, v := range c.u.IndexWriteBy {
+		u.IndexWriteBy[k] = v
+	}
 	return u
 }
 
@@ -51,7 +56,7 @@ func (c *Capacity) add(op string, write bool, cc ...types.ConsumedCapacity) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.u.WriteBy == nil {
-		c.u.WriteBy = map[string]float64{}
+		c.u.WriteBy, c.u.IndexWriteBy = map[string]float64{}, map[string]float64{}
 	}
 	for _, u := range cc {
 		var n float64
@@ -66,6 +71,14 @@ func (c *Capacity) add(op string, write bool, cc ...types.ConsumedCapacity) {
 		if write {
 			c.u.Write += n
 			c.u.WriteBy[op] += n
+			for _, g := range u.GlobalSecondaryIndexes {
+				switch {
+				case g.WriteCapacityUnits != nil:
+					c.u.IndexWriteBy[op] += *g.WriteCapacityUnits
+				case g.CapacityUnits != nil:
+					c.u.IndexWriteBy[op] += *g.CapacityUnits
+				}
+			}
 		} else {
 			c.u.Read += n
 		}
@@ -79,7 +92,7 @@ func (c *Capacity) add(op string, write bool, cc ...types.ConsumedCapacity) {
 func (c *Capacity) Middleware(s *middleware.Stack) error {
 	return s.Initialize.Add(middleware.InitializeMiddlewareFunc("capacity",
 		func(ctx context.Context, in middleware.InitializeInput, next middleware.InitializeHandler) (middleware.InitializeOutput, middleware.Metadata, error) {
-			total := types.ReturnConsumedCapacityTotal
+			total := types.ReturnConsumedCapacityIndexes
 			switch p := in.Parameters.(type) {
 			case *dynamodb.PutItemInput:
 				p.ReturnConsumedCapacity = total

@@ -546,3 +546,89 @@ func TestCompleteFirst(t *testing.T) {
 		}
 	})
 }
+
+// TestCarriedOutbox: the first attempt's commit carries its rows out of
+// the sweep's view, expiring as if finished; WatchOutbox puts it back in
+// (pending, no expiry), once; a forced re-run waits for its rows to be
+// final, and finds the outbox settled then.
+func TestCarriedOutbox(t *testing.T) {
+	db := dynamodb.NewFromConfig(mustDynamo(t).SafeConfig())
+	s, table := newStoreOn(t, db)
+	ctx := context.Background()
+	at := t0.Add(time.Second)
+	later := t0.Add(time.Hour)
+	e := mustReceived(t, s, "evt_carried")
+	ev, err := s.Peek(ctx, e.Key, at)
+	if err != nil {
+		t.Fatal(err)
+	}
+	plan := effects.Plan{Outbound: []effects.Outbound{{Key: "r/carried", Target: "receipt", Body: []byte(`{}`)}}}
+	if err := s.CompleteFirst(ctx, ev, plan, inbox.OutcomeApplied, at); err != nil {
+		t.Fatal(err)
+	}
+	got := mustGet(t, s, e.Key, at)
+	if !got.OutboxCarried || got.OutboxPending || got.ExpiresAt.IsZero() || len(got.OutboxRows) != 1 {
+		t.Fatalf("after the commit: %+v", got)
+	}
+	if _, in := rawItem(t, db, table, "event#"+e.Key.String())["sweep_shard"]; in {
+		t.Error("a carried outbox is in the index")
+	}
+	if p, err := s.Overdue(ctx, later, 10); err != nil || len(p) != 0 {
+		t.Errorf("overdue: %+v, %v; want nothing", p, err)
+	}
+	checkBodyKept(t, db, table, e.Key, at)
+
+	// A forced re-run waits for its row.
+	if _, _, err := s.Requeue(ctx, e.Key, at, true); !errors.Is(err, inbox.ErrOutboxPending) {
+		t.Errorf("re-run with its row pending: got %v, want inbox.ErrOutboxPending", err)
+	}
+
+	// Put in the sweep's view: pending, due, no expiry; a second time
+	// changes nothing.
+	due := at.Add(time.Minute)
+	for range 2 {
+		if err := s.WatchOutbox(ctx, e.Key, 0, due, at); err != nil {
+			t.Fatal(err)
+		}
+		got = mustGet(t, s, e.Key, at)
+		if got.OutboxCarried || !got.OutboxPending || !got.ExpiresAt.IsZero() || !got.DueAt.Equal(due.Truncate(time.Millisecond)) {
+			t.Fatalf("after watching: %+v", got)
+		}
+	}
+	if p, err := s.Overdue(ctx, later, 10); err != nil || len(p) != 1 || p[0].Key != e.Key {
+		t.Errorf("overdue: %+v, %v; want the event", p, err)
+	}
+	checkBodyKept(t, db, table, e.Key, at)
+
+	// Another carried outbox whose row ends final: a forced re-run finds
+	// it settled.
+	f := mustReceived(t, s, "evt_carried_done")
+	fev, err := s.Peek(ctx, f.Key, at)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fplan := effects.Plan{Outbound: []effects.Outbound{{Key: "r/carried_done", Target: "receipt", Body: []byte(`{}`)}}}
+	if err := s.CompleteFirst(ctx, fev, fplan, inbox.OutcomeApplied, at); err != nil {
+		t.Fatal(err)
+	}
+	row := effects.ScopedKey(fev.PartScope(), "r/carried_done")
+	if _, err := s.ClaimRow(ctx, row, "d", at, at.Add(time.Minute)); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.FinishRow(ctx, row, "d", outbox.Result{State: outbox.Delivered, DeliveredTo: "x"}, at); err != nil {
+		t.Fatal(err)
+	}
+	if _, did, err := s.Requeue(ctx, f.Key, at, true); err != nil || did != inboxstore.Rerun {
+		t.Fatalf("re-run with its row delivered: %s, %v", did, err)
+	}
+	if got := mustGet(t, s, f.Key, at); got.OutboxCarried || got.OutboxPending {
+		t.Errorf("after the re-run: outbox carried %t, pending %t; want settled", got.OutboxCarried, got.OutboxPending)
+	}
+	// Watching a settled or pending outbox changes nothing.
+	if err := s.WatchOutbox(ctx, f.Key, 1, due, at); err != nil {
+		t.Fatal(err)
+	}
+	if got := mustGet(t, s, f.Key, at); got.OutboxPending {
+		t.Error("watching a settled outbox made it pending")
+	}
+}

@@ -42,6 +42,23 @@ type Store interface {
 	ClaimRow(ctx context.Context, key, owner string, now, leaseUntil time.Time) (Row, error)
 	FinishRow(ctx context.Context, key, owner string, res Result, now time.Time) error
 	SettleOutbox(ctx context.Context, k inbox.Key, gen int, settled bool, due, now time.Time) error
+	WatchOutbox(ctx context.Context, k inbox.Key, gen int, due, now time.Time) error
+}
+
+// Pass is how a delivery pass finds its event's outbox.
+type Pass struct {
+	// Gen is the event's outbox generation as the caller read it
+	// (inbox.Event.OutboxGen), read before this pass claims any row: the
+	// outbox is settled only if no row was resent since.
+	Gen int
+	// Carried says the rows' delivery is carried by the caller's message,
+	// the event out of the sweep's view (inbox.Event.OutboxCarried), and
+	// Committed that the caller's attempt committed them just now. A
+	// carried outbox that settles in its committing pass is left as it
+	// is; one that does not is put in the sweep's view before the pass
+	// ends, and a later pass puts it there before it delivers anything
+	// (inboxstore.Store.WatchOutbox).
+	Carried, Committed bool
 }
 
 // Target is a configured receiver of outbound rows: an HTTP receiver, or
@@ -199,11 +216,18 @@ type Settlement struct {
 // its whole timeout before work's deadline); outcomes are recorded under
 // book, which outlives work. It records on the event whether its outbox
 // settled, and returns the first error of the store it met; a row's
-// failure is not an error, only a row that is not final. gen is the
-// event's outbox generation as the caller read it (inbox.Event.OutboxGen),
-// read before this pass claims any row: the outbox is settled only if no
-// row was resent since.
-func (d *Deliverer) Deliver(work, book context.Context, ev inbox.Key, gen int, rows []string, owner string) (Settlement, error) {
+// failure is not an error, only a row that is not final. pass says how it
+// finds the outbox.
+func (d *Deliverer) Deliver(work, book context.Context, ev inbox.Key, pass Pass, rows []string, owner string) (Settlement, error) {
+	gen := pass.Gen
+	if pass.Carried && !pass.Committed {
+		// A later pass over a carried outbox: in the sweep's view before
+		// anything else, so no stop of this pass leaves it out of it.
+		if err := d.cfg.Store.WatchOutbox(book, ev, gen, d.cfg.Now(), d.cfg.Now()); err != nil {
+			return Settlement{Due: d.cfg.Now()}, err
+		}
+		pass.Carried = false
+	}
 	st := Settlement{Settled: true, States: make(map[State]int, len(rows))}
 	var errs []error
 	var mu sync.Mutex
@@ -243,7 +267,16 @@ func (d *Deliverer) Deliver(work, book context.Context, ev inbox.Key, gen int, r
 		})
 	}
 	wg.Wait()
-	if err := d.cfg.Store.SettleOutbox(book, ev, gen, st.Settled, st.Due, d.cfg.Now()); err != nil {
+	var err error
+	switch {
+	case pass.Carried && st.Settled:
+		// Settled as it is: nothing more to write.
+	case pass.Carried:
+		err = d.cfg.Store.WatchOutbox(book, ev, gen, st.Due, d.cfg.Now())
+	default:
+		err = d.cfg.Store.SettleOutbox(book, ev, gen, st.Settled, st.Due, d.cfg.Now())
+	}
+	if err != nil {
 		// Not told: the caller comes back, and the next pass, finding
 		// the rows as they are, tells it again.
 		errs = append(errs, err)

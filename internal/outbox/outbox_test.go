@@ -10,6 +10,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -35,6 +36,8 @@ type memStore struct {
 	rows    map[string]*outbox.Row
 	settled []bool
 	due     time.Time
+	// watched is the due time of each WatchOutbox.
+	watched []time.Time
 	// claimedFrom is each delivering row as its claim found it: a claim
 	// of the lease's own owner again returns it, as the store does.
 	claimedFrom map[string]outbox.Row
@@ -91,6 +94,13 @@ func (m *memStore) SettleOutbox(_ context.Context, _ inbox.Key, _ int, settled b
 	defer m.mu.Unlock()
 	m.settled = append(m.settled, settled)
 	m.due = due
+	return nil
+}
+
+func (m *memStore) WatchOutbox(_ context.Context, _ inbox.Key, _ int, due, _ time.Time) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.watched = append(m.watched, due)
 	return nil
 }
 
@@ -157,7 +167,7 @@ func newDeliverer(tb testing.TB, store outbox.Store, targets map[string]outbox.T
 
 func deliver(tb testing.TB, d *outbox.Deliverer, keys ...string) outbox.Settlement {
 	tb.Helper()
-	st, err := d.Deliver(context.Background(), context.Background(), evKey, 0, keys, owner)
+	st, err := d.Deliver(context.Background(), context.Background(), evKey, outbox.Pass{}, keys, owner)
 	if err != nil {
 		tb.Fatalf("deliver: %v", err)
 	}
@@ -429,7 +439,7 @@ func TestDeliverWaits(t *testing.T) {
 
 	work, cancel := context.WithDeadline(context.Background(), time.Now().Add(2*time.Second))
 	defer cancel()
-	st, err := d.Deliver(work, context.Background(), evKey, 0, []string{"fresh"}, owner)
+	st, err := d.Deliver(work, context.Background(), evKey, outbox.Pass{}, []string{"fresh"}, owner)
 	if err != nil || st.Settled || store.row("fresh").State != outbox.Pending || rc.count() != 0 {
 		t.Errorf("no time for a call: got %+v, %v, row %s, %d calls; want the row left pending", st, err, store.row("fresh").State, rc.count())
 	}
@@ -448,12 +458,12 @@ func TestDeliverWaits(t *testing.T) {
 func TestDeliverStoreErrors(t *testing.T) {
 	store := &failingStore{memStore: newMemStore(row("r1", "receipt")), claimErr: inbox.ErrUnavailable}
 	d := newDeliverer(t, store, map[string]outbox.Target{"receipt": {}}, nil)
-	st, err := d.Deliver(context.Background(), context.Background(), evKey, 0, []string{"r1", "missing"}, owner)
+	st, err := d.Deliver(context.Background(), context.Background(), evKey, outbox.Pass{}, []string{"r1", "missing"}, owner)
 	if !errors.Is(err, inbox.ErrUnavailable) || st.Settled {
 		t.Errorf("got %+v, %v; want unsettled with the store's error", st, err)
 	}
 	store.claimErr = nil
-	st, err = d.Deliver(context.Background(), context.Background(), evKey, 0, []string{"r1", "missing"}, owner)
+	st, err = d.Deliver(context.Background(), context.Background(), evKey, outbox.Pass{}, []string{"r1", "missing"}, owner)
 	if err != nil || !st.Settled {
 		t.Errorf("got %+v, %v; want settled (the missing row cannot be waited for)", st, err)
 	}
@@ -476,7 +486,7 @@ func (f *failingStore) SettleOutbox(ctx context.Context, k inbox.Key, gen int, s
 func TestDeliverSettleFails(t *testing.T) {
 	store := &failingStore{memStore: newMemStore(row("r1", "receipt")), settleErr: inbox.ErrUnavailable}
 	d := newDeliverer(t, store, map[string]outbox.Target{"receipt": {}}, nil)
-	st, err := d.Deliver(context.Background(), context.Background(), evKey, 0, []string{"r1"}, owner)
+	st, err := d.Deliver(context.Background(), context.Background(), evKey, outbox.Pass{}, []string{"r1"}, owner)
 	if !errors.Is(err, inbox.ErrUnavailable) || st.Settled || st.Due.IsZero() {
 		t.Errorf("got %+v, %v; want unsettled, due, with the store's error", st, err)
 	}
@@ -641,4 +651,61 @@ func TestNotSentIsRecorded(t *testing.T) {
 			t.Errorf("row: %s, want failed (no target: nothing sent), recorded on the second try", got.State)
 		}
 	})
+}
+
+// TestCarriedPass: a carried outbox's committing pass writes nothing more
+// when it settles, and puts the outbox in the sweep's view when it does
+// not; a later pass puts it there before it claims any row.
+func TestCarriedPass(t *testing.T) {
+	for _, tt := range []struct {
+		name         string
+		pass         outbox.Pass
+		answer       int
+		wantSettles  []bool
+		wantWatched  int
+		watchedFirst bool
+	}{
+		{"committing pass, settled", outbox.Pass{Carried: true, Committed: true}, 200, nil, 0, false},
+		{"committing pass, not settled", outbox.Pass{Carried: true, Committed: true}, 503, nil, 1, false},
+		{"a later pass", outbox.Pass{Carried: true}, 200, []bool{true}, 1, true},
+		{"a pending outbox", outbox.Pass{}, 200, []bool{true}, 0, false},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			rc := &receiver{}
+			srv := rc.serve(t, status(tt.answer))
+			store := &orderedStore{memStore: newMemStore(row("r1", "receipt"))}
+			d := newDeliverer(t, store, map[string]outbox.Target{"receipt": {URL: srv.URL, Timeout: 5 * time.Second}}, nil)
+			if _, err := d.Deliver(context.Background(), context.Background(), evKey, tt.pass, []string{"r1"}, owner); err != nil {
+				t.Fatal(err)
+			}
+			store.mu.Lock()
+			defer store.mu.Unlock()
+			if !slices.Equal(store.settled, tt.wantSettles) || len(store.watched) != tt.wantWatched {
+				t.Errorf("settles %v, watches %d; want %v, %d", store.settled, len(store.watched), tt.wantSettles, tt.wantWatched)
+			}
+			if first := len(store.calls) > 0 && store.calls[0] == "watch"; first != tt.watchedFirst {
+				t.Errorf("calls %v: watched first %t, want %t", store.calls, first, tt.watchedFirst)
+			}
+		})
+	}
+}
+
+// orderedStore is a memStore that records the order of its calls.
+type orderedStore struct {
+	*memStore
+	calls []string
+}
+
+func (o *orderedStore) ClaimRow(ctx context.Context, key, owner string, now, until time.Time) (outbox.Row, error) {
+	o.mu.Lock()
+	o.calls = append(o.calls, "claim")
+	o.mu.Unlock()
+	return o.memStore.ClaimRow(ctx, key, owner, now, until)
+}
+
+func (o *orderedStore) WatchOutbox(ctx context.Context, k inbox.Key, gen int, due, now time.Time) error {
+	o.mu.Lock()
+	o.calls = append(o.calls, "watch")
+	o.mu.Unlock()
+	return o.memStore.WatchOutbox(ctx, k, gen, due, now)
 }

@@ -283,7 +283,7 @@ func TestOneMessageTwoWorkersOneReceipt(t *testing.T) {
 // delivers anything or acknowledges the message.
 type stoppedOutbox struct{}
 
-func (stoppedOutbox) Deliver(context.Context, context.Context, inbox.Key, int, []string, string) (outbox.Settlement, error) {
+func (stoppedOutbox) Deliver(context.Context, context.Context, inbox.Key, outbox.Pass, []string, string) (outbox.Settlement, error) {
 	return outbox.Settlement{}, nil
 }
 
@@ -301,8 +301,10 @@ func TestStoppedAfterCommit(t *testing.T) {
 		t.Fatal(err)
 	}
 	b.handle(t, stopped, sqsMessage(t, "m1", k)) // its answer never reaches SQS
-	if ev := b.event(t, k); ev.Status != inbox.StatusProcessed || !ev.OutboxPending {
-		t.Fatalf("after the stop: got %s, outbox pending %t", ev.Status, ev.OutboxPending)
+	// The first attempt committed unclaimed: its receipt's delivery is
+	// carried by the message, out of the sweep's view.
+	if ev := b.event(t, k); ev.Status != inbox.StatusProcessed || !ev.OutboxCarried || ev.ExpiresAt.IsZero() {
+		t.Fatalf("after the stop: got %s, outbox carried %t, expiry %s", ev.Status, ev.OutboxCarried, ev.ExpiresAt)
 	}
 	before := membership(b, t)
 
@@ -314,6 +316,11 @@ func TestStoppedAfterCommit(t *testing.T) {
 	requests, accepted := b.rc.counts()
 	if requests != 1 || accepted[receiptKey("in_stop")] != 1 {
 		t.Errorf("receipts: got %d requests, %v; want one", requests, accepted)
+	}
+	// The redelivery put it in the sweep's view before delivering, then
+	// settled it.
+	if ev := b.event(t, k); ev.OutboxCarried || ev.OutboxPending || ev.ExpiresAt.IsZero() {
+		t.Errorf("after the redelivery: outbox carried %t, pending %t, expiry %s; want settled", ev.OutboxCarried, ev.OutboxPending, ev.ExpiresAt)
 	}
 	if after := membership(b, t); fmt.Sprint(after) != fmt.Sprint(before) {
 		t.Errorf("membership changed by the redelivery: got %v, want %v", after, before)

@@ -11,6 +11,7 @@ import (
 
 	"github.com/webhook-inbox/webhook-inbox/internal/effects"
 	"github.com/webhook-inbox/webhook-inbox/internal/inbox"
+	"github.com/webhook-inbox/webhook-inbox/internal/outbox"
 )
 
 // The failure rules: a record's receives, its backoff, a failed attempt,
@@ -167,8 +168,10 @@ func (p *Processor) notOurs(work, book context.Context, j *job, ev inbox.Event, 
 		// still delivering at the deadline is not one whose dead write
 		// may have landed (see cutOff).
 		j.deadTried.Store(false)
-		if ev.OutboxPending {
-			return p.deliver(work, book, j, res.key, ev.OutboxGen, ev.OutboxRows, res), true
+		if ev.OutboxPending || ev.OutboxCarried {
+			// A carried outbox whose committing pass stopped: the pass
+			// puts it in the sweep's view before it delivers.
+			return p.deliver(work, book, j, res.key, outbox.Pass{Gen: ev.OutboxGen, Carried: ev.OutboxCarried}, ev.OutboxRows, res), true
 		}
 	case errors.Is(err, inbox.ErrDead):
 		res.outcome = logAlreadyDead

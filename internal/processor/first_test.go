@@ -12,6 +12,7 @@ import (
 
 	"github.com/webhook-inbox/webhook-inbox/internal/effects"
 	"github.com/webhook-inbox/webhook-inbox/internal/inbox"
+	"github.com/webhook-inbox/webhook-inbox/internal/outbox"
 )
 
 // The first attempt at an event commits without a claim (record.first),
@@ -131,4 +132,56 @@ func TestFirstAttempt(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestFirstAttemptCarriesItsRows: the rows of an unclaimed first commit
+// are delivered as carried by the committing pass; a later receive finding
+// the outbox carried delivers it as a later pass (which puts it in the
+// sweep's view first); a message's last receive never commits unclaimed.
+func TestFirstAttemptCarriesItsRows(t *testing.T) {
+	withRow := effects.Plan{Outbound: []effects.Outbound{{Key: "r/1", Target: "receipt", Body: []byte(`{}`)}}}
+	handler := func(context.Context, inbox.Event) (effects.Plan, error) { return withRow, nil }
+
+	t.Run("committing pass", func(t *testing.T) {
+		store := &fakeStore{
+			peek:          func() (inbox.Event, error) { return stored, nil },
+			completeFirst: func(effects.Plan, inbox.Outcome) error { return nil },
+		}
+		h := newHarness(t, store, handler)
+		if _, err := h.p.Handle(context.Background(), events.SQSEvent{Records: []events.SQSMessage{message(t, "m1", 1)}}); err != nil {
+			t.Fatal(err)
+		}
+		if want := []outbox.Pass{{Carried: true, Committed: true}}; !slices.Equal(h.outbox.passes, want) {
+			t.Errorf("passes %+v, want %+v", h.outbox.passes, want)
+		}
+	})
+	t.Run("a later receive", func(t *testing.T) {
+		carried := inbox.Event{Key: key, Kind: "stripe", Type: "invoice.paid", Status: inbox.StatusProcessed, OutboxCarried: true, OutboxRows: []string{"r/1"}, OutboxGen: 2}
+		store := &fakeStore{claim: claimErr(carried, inbox.ErrAlreadyProcessed)}
+		h := newHarness(t, store, handler)
+		if _, err := h.p.Handle(context.Background(), events.SQSEvent{Records: []events.SQSMessage{message(t, "m1", 2)}}); err != nil {
+			t.Fatal(err)
+		}
+		if want := []outbox.Pass{{Gen: 2, Carried: true}}; !slices.Equal(h.outbox.passes, want) {
+			t.Errorf("passes %+v, want %+v", h.outbox.passes, want)
+		}
+	})
+	t.Run("the last receive claims", func(t *testing.T) {
+		var c calls
+		store := &fakeStore{
+			peek:     func() (inbox.Event, error) { c.add("peek"); return stored, nil },
+			claim:    func(k inbox.Key, o string) (inbox.Event, error) { c.add("claim"); return claimed(k, o) },
+			complete: func(effects.Plan, inbox.Outcome) error { c.add("complete"); return nil },
+		}
+		h := newHarness(t, store, handler, func(cfg *Config) { cfg.MaxReceiveCount = 1 })
+		if _, err := h.p.Handle(context.Background(), events.SQSEvent{Records: []events.SQSMessage{message(t, "m1", 1)}}); err != nil {
+			t.Fatal(err)
+		}
+		if got := c.list(); !slices.Equal(got, []string{"claim", "complete"}) {
+			t.Errorf("store calls %v, want the claim's path", got)
+		}
+		if want := []outbox.Pass{{Committed: true}}; !slices.Equal(h.outbox.passes, want) {
+			t.Errorf("passes %+v, want %+v", h.outbox.passes, want)
+		}
+	})
 }

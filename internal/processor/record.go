@@ -11,6 +11,7 @@ import (
 	"github.com/webhook-inbox/webhook-inbox/internal/effects"
 	"github.com/webhook-inbox/webhook-inbox/internal/forward"
 	"github.com/webhook-inbox/webhook-inbox/internal/inbox"
+	"github.com/webhook-inbox/webhook-inbox/internal/outbox"
 )
 
 // One record's life: the handler's plan (checked against the configured
@@ -33,7 +34,7 @@ func (p *Processor) record(work, book context.Context, inv invocation, j *job) r
 	}
 	k := msg.Key
 	owner := j.owner
-	if receives(rec) == 1 {
+	if receives(rec) == 1 && !p.last(rec) {
 		if res, done := p.first(work, book, j, k); done {
 			return res
 		}
@@ -116,7 +117,7 @@ func (p *Processor) first(work, book context.Context, j *job, k inbox.Key) (reco
 	if err != nil {
 		return recordResult{}, false
 	}
-	ev.Attempts = 1
+	ev.Attempts, ev.OutboxCarried = 1, len(plan.Outbound) > 0
 	return p.committed(work, book, j, ev, plan, outcome, recordResult{key: k, eventType: ev.Type, attempt: 1}), true
 }
 
@@ -132,7 +133,7 @@ func (p *Processor) committed(work, book context.Context, j *job, ev inbox.Event
 	for i, o := range plan.Outbound {
 		rows[i] = effects.ScopedKey(ev.PartScope(), o.Key)
 	}
-	return p.deliver(work, book, j, ev.Key, ev.OutboxGen, rows, res)
+	return p.deliver(work, book, j, ev.Key, outbox.Pass{Gen: ev.OutboxGen, Carried: ev.OutboxCarried, Committed: true}, rows, res)
 }
 
 // checkTargets refuses a plan whose outbound call names a target the
@@ -251,8 +252,8 @@ func (p *Processor) commit(plan effects.Plan, outcome inbox.Outcome, complete fu
 // receive the record is acknowledged, and the event, still in the sweep's
 // index, is brought back by the sweep. It never makes anything dead: the
 // event is processed.
-func (p *Processor) deliver(work, book context.Context, j *job, k inbox.Key, gen int, rows []string, res recordResult) recordResult {
-	st, err := p.cfg.Outbox.Deliver(work, book, k, gen, rows, j.owner)
+func (p *Processor) deliver(work, book context.Context, j *job, k inbox.Key, pass outbox.Pass, rows []string, res recordResult) recordResult {
+	st, err := p.cfg.Outbox.Deliver(work, book, k, pass, rows, j.owner)
 	if err != nil {
 		res.err = fmt.Errorf("outbox: %w", err)
 	}
