@@ -202,7 +202,8 @@ func (s *Store) Requeue(ctx context.Context, k inbox.Key, now time.Time, force b
 
 // Payload returns the event's payload, from its object if it has one.
 func (s *Store) Payload(ctx context.Context, ev inbox.Event) ([]byte, error) {
-	if ev.PayloadRef == nil {
+	if ev.PayloadRef == nil || len(ev.Payload) > 0 {
+		// In the item, or read from its object already (Peek, Claim).
 		return ev.Payload, nil
 	}
 	p, _, err := s.objects.Get(ctx, *ev.PayloadRef)
