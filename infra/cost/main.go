@@ -117,9 +117,17 @@ func newMeter() *meter { return &meter{calls: map[string]int{}} }
 // logCopy, if set, gets a copy of every log line (-logs).
 var logCopy io.Writer
 
+// localOnly is what the local stack adds to every log line to tell its
+// functions apart in one stream (infra/local); a deployed function's lines
+// go to its own log group without it, and the bill counts them so.
+var localOnly = regexp.MustCompile(`"function":"[a-z]+",`)
+
 func (m *meter) Write(p []byte) (int, error) {
 	m.mu.Lock()
 	m.logBytes += int64(len(p))
+	for _, loc := range localOnly.FindAllIndex(p, -1) {
+		m.logBytes -= int64(loc[1] - loc[0])
+	}
 	if logCopy != nil {
 		logCopy.Write(p)
 	}

@@ -59,6 +59,27 @@ type Pass struct {
 	// ends, and a later pass puts it there before it delivers anything
 	// (inboxstore.Store.WatchOutbox).
 	Carried, Committed bool
+	// Rows are the rows as the caller's commit wrote them (pending, no
+	// attempt), when Committed: a row whose target dedupes on its key
+	// (RetryUnknown) is then delivered without a claim, its outcome
+	// recorded only if nobody claimed it meanwhile (inboxstore's FinishRow
+	// with no owner). A second delivery of it is harmless by the target's
+	// own account, and an attempt that stops before its record is counted
+	// by the next pass's claim.
+	Rows []Row
+}
+
+// committed is the row with key that pass's commit wrote, if it lists it.
+func (pass Pass) committed(key string) (Row, bool) {
+	if !pass.Committed {
+		return Row{}, false
+	}
+	for _, r := range pass.Rows {
+		if r.Key == key {
+			return r, true
+		}
+	}
+	return Row{}, false
 }
 
 // Target is a configured receiver of outbound rows: an HTTP receiver, or
@@ -248,7 +269,7 @@ func (d *Deliverer) Deliver(work, book context.Context, ev inbox.Key, pass Pass,
 		wg.Go(func() {
 			defer func() { <-sem }()
 			defer tickets[i].drop()
-			state, due, sent, err := d.one(work, book, ev, i, key, owner, tickets[i])
+			state, due, sent, err := d.one(work, book, ev, i, key, owner, tickets[i], pass)
 			mu.Lock()
 			defer mu.Unlock()
 			st.States[state]++
@@ -307,7 +328,7 @@ func undecided(err error) bool {
 //
 // tk is the row's ticket with the batcher: used up by its put, if it is a
 // forwarding row put now; its caller drops it otherwise.
-func (d *Deliverer) one(work, book context.Context, ev inbox.Key, i int, key, owner string, tk *ticket) (state State, due time.Time, sent bool, err error) {
+func (d *Deliverer) one(work, book context.Context, ev inbox.Key, i int, key, owner string, tk *ticket, pass Pass) (state State, due time.Time, sent bool, err error) {
 	now := d.cfg.Now()
 	// The row's target is not known before the claim: the longest timeout
 	// any target has decides whether there is time to start.
@@ -316,6 +337,11 @@ func (d *Deliverer) one(work, book context.Context, ev inbox.Key, i int, key, ow
 		return Pending, now, false, nil
 	}
 	leaseEnd := now.Add(d.rowLease())
+	if r, ok := pass.committed(key); ok && d.cfg.Targets[r.Target].RetryUnknown {
+		// Just committed, to a target that dedupes on the key: no claim.
+		r.State, r.Attempts = Pending, 0
+		return d.attempt(work, book, ev, i, key, "", tk, r, leaseEnd)
+	}
 	prev, err := d.cfg.Store.ClaimRow(work, key, owner, now, leaseEnd)
 	if err != nil && undecided(err) && work.Err() == nil {
 		// The claim's answer was lost: it may have landed. Claiming again
@@ -340,6 +366,12 @@ func (d *Deliverer) one(work, book context.Context, ev inbox.Key, i int, key, ow
 	case err != nil:
 		return Pending, now.Add(min(d.cfg.RetryBase, d.cfg.RetryCap)), false, fmt.Errorf("row %d: %w", i, err)
 	}
+	return d.attempt(work, book, ev, i, key, owner, tk, prev, leaseEnd)
+}
+
+// attempt makes a delivery attempt at the row prev, claimed by owner until
+// leaseEnd ("": unclaimed, see Pass), and records its outcome.
+func (d *Deliverer) attempt(work, book context.Context, ev inbox.Key, i int, key, owner string, tk *ticket, prev Row, leaseEnd time.Time) (state State, due time.Time, sent bool, err error) {
 	if prev.Action != effects.ActionEventBridge {
 		// Not coming to the batcher: it need not wait for this row.
 		tk.drop()

@@ -81,7 +81,17 @@ func (m *memStore) FinishRow(_ context.Context, key, owner string, res outbox.Re
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	r := m.rows[key]
-	if r == nil || r.State != outbox.Delivering || r.LeaseOwner != owner {
+	switch {
+	case r == nil:
+		return inbox.ErrLeaseLost
+	case owner == "":
+		// Unclaimed (a committing pass's, to a target that dedupes): only
+		// the row as committed.
+		if r.State != outbox.Pending || r.Attempts != 0 || r.LeaseOwner != "" {
+			return inbox.ErrLeaseLost
+		}
+		r.Attempts = 1
+	case r.State != outbox.Delivering || r.LeaseOwner != owner:
 		return inbox.ErrLeaseLost
 	}
 	r.State, r.LastError, r.StatusCode, r.DueAt, r.LeaseOwner = res.State, res.Cause, res.StatusCode, res.RetryAt, ""
@@ -708,4 +718,43 @@ func (o *orderedStore) WatchOutbox(ctx context.Context, k inbox.Key, gen int, du
 	o.calls = append(o.calls, "watch")
 	o.mu.Unlock()
 	return o.memStore.WatchOutbox(ctx, k, gen, due, now)
+}
+
+// TestCommittedRowsWithoutClaim: a committing pass delivers a row whose
+// target dedupes on its key without claiming it, recording the outcome
+// on the row as committed; a row to a target that does not is claimed;
+// a row someone claimed meanwhile keeps that claim's outcome.
+func TestCommittedRowsWithoutClaim(t *testing.T) {
+	rc := &receiver{}
+	srv := rc.serve(t, status(200))
+	targets := map[string]outbox.Target{
+		"dedupes": {URL: srv.URL, Timeout: 5 * time.Second, RetryUnknown: true},
+		"receipt": {URL: srv.URL, Timeout: 5 * time.Second},
+	}
+	committed := []outbox.Row{row("a", "dedupes"), row("b", "receipt")}
+	store := &orderedStore{memStore: newMemStore(row("a", "dedupes"), row("b", "receipt"))}
+	d := newDeliverer(t, store, targets, nil)
+	st, err := d.Deliver(context.Background(), context.Background(), evKey, outbox.Pass{Committed: true, Rows: committed}, []string{"a", "b"}, owner)
+	if err != nil || !st.Settled || rc.count() != 2 {
+		t.Fatalf("got %+v, %v, %d calls", st, err, rc.count())
+	}
+	if !slices.Equal(store.calls, []string{"claim"}) {
+		t.Errorf("store calls %v: want one claim, the non-deduping target's row's", store.calls)
+	}
+	if a := store.row("a"); a.State != outbox.Delivered || a.Attempts != 1 {
+		t.Errorf("row a: %s after %d attempts, want delivered after 1", a.State, a.Attempts)
+	}
+
+	// Claimed by another pass meanwhile: its outcome stands.
+	taken := row("c", "dedupes")
+	taken.State, taken.LeaseOwner, taken.Attempts = outbox.Delivering, "other", 1
+	store = &orderedStore{memStore: newMemStore(taken)}
+	d = newDeliverer(t, store, targets, nil)
+	st, err = d.Deliver(context.Background(), context.Background(), evKey, outbox.Pass{Committed: true, Rows: []outbox.Row{row("c", "dedupes")}}, []string{"c"}, owner)
+	if st.Settled || !errors.Is(err, inbox.ErrLeaseLost) {
+		t.Errorf("a row claimed meanwhile: got %+v, %v; want not settled, its record refused", st, err)
+	}
+	if c := store.row("c"); c.State != outbox.Delivering || c.LeaseOwner != "other" {
+		t.Errorf("row c: %s held by %q, want the other claim's", c.State, c.LeaseOwner)
+	}
 }

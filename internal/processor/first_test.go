@@ -151,7 +151,7 @@ func TestFirstAttemptCarriesItsRows(t *testing.T) {
 		if _, err := h.p.Handle(context.Background(), events.SQSEvent{Records: []events.SQSMessage{message(t, "m1", 1)}}); err != nil {
 			t.Fatal(err)
 		}
-		if want := []outbox.Pass{{Carried: true, Committed: true}}; !slices.Equal(h.outbox.passes, want) {
+		if want := []outbox.Pass{{Carried: true, Committed: true}}; !samePasses(h.outbox.passes, want) {
 			t.Errorf("passes %+v, want %+v", h.outbox.passes, want)
 		}
 	})
@@ -162,7 +162,7 @@ func TestFirstAttemptCarriesItsRows(t *testing.T) {
 		if _, err := h.p.Handle(context.Background(), events.SQSEvent{Records: []events.SQSMessage{message(t, "m1", 2)}}); err != nil {
 			t.Fatal(err)
 		}
-		if want := []outbox.Pass{{Gen: 2, Carried: true}}; !slices.Equal(h.outbox.passes, want) {
+		if want := []outbox.Pass{{Gen: 2, Carried: true}}; !samePasses(h.outbox.passes, want) {
 			t.Errorf("passes %+v, want %+v", h.outbox.passes, want)
 		}
 	})
@@ -180,8 +180,23 @@ func TestFirstAttemptCarriesItsRows(t *testing.T) {
 		if got := c.list(); !slices.Equal(got, []string{"claim", "complete"}) {
 			t.Errorf("store calls %v, want the claim's path", got)
 		}
-		if want := []outbox.Pass{{Committed: true}}; !slices.Equal(h.outbox.passes, want) {
+		if want := []outbox.Pass{{Committed: true}}; !samePasses(h.outbox.passes, want) {
 			t.Errorf("passes %+v, want %+v", h.outbox.passes, want)
 		}
 	})
+}
+
+// samePasses compares passes by their generation and flags, and checks
+// that a committing pass lists the rows it committed.
+func samePasses(got, want []outbox.Pass) bool {
+	if len(got) != len(want) {
+		return false
+	}
+	for i := range got {
+		g, w := got[i], want[i]
+		if g.Gen != w.Gen || g.Carried != w.Carried || g.Committed != w.Committed || (g.Committed && len(g.Rows) == 0) || (!g.Committed && len(g.Rows) != 0) {
+			return false
+		}
+	}
+	return true
 }

@@ -130,10 +130,16 @@ func (p *Processor) committed(work, book context.Context, j *job, ev inbox.Event
 	}
 	// The rows as the store keeps them: in the event's scope.
 	rows := make([]string, len(plan.Outbound))
+	written := make([]outbox.Row, len(plan.Outbound))
 	for i, o := range plan.Outbound {
 		rows[i] = effects.ScopedKey(ev.PartScope(), o.Key)
+		action := o.Action
+		if action == "" {
+			action = effects.ActionHTTP
+		}
+		written[i] = outbox.Row{Key: rows[i], Action: action, Target: o.Target, Body: o.Body, Event: ev.Key, State: outbox.Pending}
 	}
-	return p.deliver(work, book, j, ev.Key, outbox.Pass{Gen: ev.OutboxGen, Carried: ev.OutboxCarried, Committed: true}, rows, res)
+	return p.deliver(work, book, j, ev.Key, outbox.Pass{Gen: ev.OutboxGen, Carried: ev.OutboxCarried, Committed: true, Rows: written}, rows, res)
 }
 
 // checkTargets refuses a plan whose outbound call names a target the
