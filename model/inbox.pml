@@ -55,7 +55,6 @@ byte rowOwner = 0;
 bool rowLease = false;
 byte rowAttempts = 0;
 bool pendingOutbox = false;  /* the event's outbox is not settled */
-bool carried = false;    /* its delivery carried by its message alone: out of the sweep's view */
 byte sends = 0;          /* requests that reached the receiver */
 
 byte cur[2];             /* each worker's current owner token */
@@ -184,9 +183,6 @@ end:	do
 					assert(facts <= 1);
 					status = PROCESSED; attempts = 1; lease = false; owner = 0;
 					row = R_PENDING; pendingOutbox = true;
-					/* Not on the last receive: its message carries the
-					 * delivery, and the event leaves the sweep's view. */
-					carried = (rc < MAXRC);
 					goto deliver
 				:: else -> goto claim   /* claimed or processed meanwhile: the claim's path answers */
 				fi
@@ -205,12 +201,7 @@ end:	do
 			:: status == RECEIVED || status == FAILED || (status == PROCESSING && !lease) ->
 				assert(body);   /* the claim reads its payload */
 				status = PROCESSING; owner = tok; lease = true; attempts++
-			:: status == PROCESSED ->   /* its outbox, if unsettled */
-				/* A carried outbox whose committing receive did not
-				 * finish it: back in the sweep's view first.
-				 * impl: inboxstore.Store.WatchOutbox */
-				if :: pendingOutbox && carried -> carried = false :: else -> skip fi;
-				goto deliver
+			:: status == PROCESSED -> goto deliver   /* its outbox, if unsettled */
 			:: status == DEAD -> goto next           /* final: acknowledged */
 			:: status == PROCESSING && lease ->      /* held elsewhere: back later, or the holder's */
 #ifndef REPORT_HELD
@@ -308,11 +299,7 @@ end:	do
 		atomic {
 			if
 			:: row == R_DELIVERED || row == R_UNKNOWN || row == R_DEAD -> pendingOutbox = false
-#ifndef NO_CONVERT
-			:: else -> carried = false   /* not settled: back in the sweep's view */
-#else
-			:: else -> skip   /* broken on purpose: left out of it */
-#endif
+			:: else -> skip
 			fi;
 			if
 			:: pendingOutbox && rc < MAXRC -> giveBack(rc)   /* back when the row is due */
@@ -353,7 +340,7 @@ end:	do
 proctype Sweep() {
 #ifndef NO_SWEEP
 end:	do
-	:: (unfinished || (pendingOutbox && !carried)) && empty(queue) && !(status == PROCESSING && lease) && !(row == R_DELIVERING && rowLease) ->
+	:: (unfinished || pendingOutbox) && empty(queue) && !(status == PROCESSING && lease) && !(row == R_DELIVERING && rowLease) ->
 		queue!0
 	od
 #else

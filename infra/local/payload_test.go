@@ -111,7 +111,6 @@ func TestLargePayloads(t *testing.T) {
 			if n := itemBytes(raw.Item); n > 4096 {
 				t.Errorf("item is %d bytes, want a small item (payload in its object)", n)
 			}
-			e.drain(t)
 			// The provider's retry: a duplicate, the same object.
 			if status, _ := e.post(t, body, time.Now()); status != http.StatusOK {
 				t.Fatalf("retry: got %d, want 200 duplicate", status)
@@ -120,6 +119,7 @@ func TestLargePayloads(t *testing.T) {
 				t.Fatalf("objects after the retry: %d, want %d", n, i+1)
 			}
 
+			e.drain(t)
 			ev, err := e.store.Get(ctx, key, time.Now())
 			if err != nil || ev.Status != inbox.StatusProcessed || ev.Outcome != inbox.OutcomeApplied || ev.Attempts != 1 {
 				t.Fatalf("event: %+v, %v; want processed/applied after 1 attempt", ev, err)

@@ -267,12 +267,6 @@ type Event struct {
 	// processed event stays with the sweep until its outbox settles.
 	OutboxRows    []string
 	OutboxPending bool
-	// OutboxCarried says the rows' delivery is carried by the message of
-	// the attempt that committed them, out of the sweep's view: settled
-	// when every row is final, with nothing more written (see
-	// inboxstore.Store.CompleteFirst). A pass that leaves a row not final,
-	// and any later pass, puts it in the sweep's view first (pending).
-	OutboxCarried bool
 	// OutboxGen counts the operator's resends of the outbox's rows: a
 	// delivery pass settles the outbox only if it is still the generation
 	// the pass read (see inboxstore.Store.ResendRow).

@@ -72,17 +72,6 @@ func (s *Store) CompleteExpiring(ctx context.Context, ev inbox.Event, owner stri
 // commit is refused with inbox.ErrLeaseLost if the event was claimed
 // meanwhile, inbox.ErrAlreadyProcessed if it was processed. It also makes
 // sure the event's body lasts a retention more, as a claim does.
-//
-// Its outbox rows, if any, are carried (outbox "carried"): the event
-// leaves the index and gets its expiry as if it had none, and the
-// delivery of the rows is its message's, which the caller holds and does
-// not give up before every row is final: if it must, it first puts the
-// event back in the sweep's view (SettleOutbox, not settled), and a later
-// receive of any message of the event does that before anything else
-// (WatchOutbox). So a carried outbox that settles in the committing pass,
-// nearly every one, costs no settling write and no index write. The
-// caller must not carry on its message's last receive: commit with
-// Complete there.
 func (s *Store) CompleteFirst(ctx context.Context, ev inbox.Event, plan effects.Plan, outcome inbox.Outcome, now time.Time) error {
 	return s.CompleteFirstExpiring(ctx, ev, plan, outcome, now, now)
 }
@@ -97,8 +86,7 @@ func (s *Store) CompleteFirstExpiring(ctx context.Context, ev inbox.Event, plan 
 	return s.complete(ctx, ev, "", plan, outcome, now, expiresFrom)
 }
 
-// complete is the commit; owner "" is the first attempt's, unclaimed,
-// whose rows are carried.
+// complete is the commit; owner "" is the first attempt's, unclaimed.
 func (s *Store) complete(ctx context.Context, ev inbox.Event, owner string, plan effects.Plan, outcome inbox.Outcome, now, expiresFrom time.Time) error {
 	scope := ev.PartScope()
 	items := make([]types.TransactWriteItem, 0, plan.Len()+1)
@@ -395,12 +383,10 @@ func (s *Store) processed(ev inbox.Event, owner string, outcome inbox.Outcome, t
 		expr += ", body_expires = :bx"
 		values[":bx"] = bodyKept(ev)
 	}
-	carried := owner == "" && len(rows) > 0
-	if len(rows) == 0 || carried {
+	if len(rows) == 0 {
 		// Finished: retention counts from now. An event with rows is
 		// finished when its outbox settles (SettleOutbox), and does not
-		// expire before; one whose rows are carried expires as if
-		// finished, and loses its expiry if it goes back to the sweep.
+		// expire before.
 		expr += ", expires_at = :expires"
 	}
 	// A forced re-run (Requeue) appends what it adds to what the first
@@ -413,13 +399,7 @@ func (s *Store) processed(ev inbox.Event, owner string, outcome inbox.Outcome, t
 		expr += ", touched = list_append(if_not_exists(touched, :none), :touched)"
 		values[":touched"] = &types.AttributeValueMemberL{Value: strs(touched)}
 	}
-	if carried {
-		// Out of the index: the message that carried the commit carries
-		// the rows' delivery.
-		expr += ", outbox = :carried, outbox_rows = list_append(if_not_exists(outbox_rows, :none), :rows) REMOVE lease_owner, lease_until, sweep_shard, due_ms"
-		values[":carried"] = str(outboxCarried)
-		values[":rows"] = &types.AttributeValueMemberL{Value: strs(rows)}
-	} else if len(rows) > 0 {
+	if len(rows) > 0 {
 		// Still the sweep's until the rows are delivered: in the outbox
 		// partitions of the index, due at once.
 		expr += ", outbox = :pending, outbox_rows = list_append(if_not_exists(outbox_rows, :none), :rows), sweep_shard = :shard, due_ms = :nowms REMOVE lease_owner, lease_until"
@@ -529,67 +509,6 @@ func cancelled(k inbox.Key, plan effects.Plan, twinned []string, err error) erro
 	}
 	// Throttling, a transient internal error: retry later.
 	return fmt.Errorf("%s: %w: %w", op, inbox.ErrUnavailable, tce)
-}
-
-// WatchOutbox puts a processed event whose outbox is carried (see
-// CompleteFirst) in the sweep's view: its outbox pending, due at due, in
-// the index's outbox partitions, without expiry (its body made to last a
-// retention more). It is written by a pass that leaves a row not final
-// before it gives its message back, and by any later pass before it
-// delivers. An outbox not carried (pending already, settled, or of
-// another generation: resent meanwhile) is left as it is.
-func (s *Store) WatchOutbox(ctx context.Context, k inbox.Key, gen int, due, now time.Time) error {
-	values := map[string]types.AttributeValue{
-		":processed": str(string(inbox.StatusProcessed)),
-		":carried":   str(outboxCarried),
-		":pending":   str(outboxPending),
-		":shard":     str(outboxShard(k)),
-		":due":       num(due.UnixMilli()),
-		":now":       str(ts(now)),
-		":need":      num(now.Add(s.retention).Unix()),
-	}
-	cond := "#status = :processed AND outbox = :carried AND attribute_not_exists(outbox_gen)"
-	if gen > 0 {
-		cond = "#status = :processed AND outbox = :carried AND outbox_gen = :gen"
-		values[":gen"] = num(int64(gen))
-	}
-	expr := "SET outbox = :pending, sweep_shard = :shard, due_ms = :due, updated_at = :now REMOVE swept, expires_at"
-	bodyCond := " AND (attribute_not_exists(body_id) OR body_expires >= :need)"
-	for try := 0; ; try++ {
-		_, err := s.api.UpdateItem(ctx, &dynamodb.UpdateItemInput{
-			TableName:                           &s.table,
-			Key:                                 map[string]types.AttributeValue{"pk": str(pk(k))},
-			UpdateExpression:                    aws.String(expr),
-			ConditionExpression:                 aws.String(cond + bodyCond),
-			ExpressionAttributeNames:            map[string]string{"#status": "status"},
-			ExpressionAttributeValues:           values,
-			ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
-		})
-		var ccf *types.ConditionalCheckFailedException
-		switch {
-		case err == nil:
-			return nil
-		case !errors.As(err, &ccf):
-			return awserr.Wrap("watch outbox of "+k.String(), err)
-		case try > 0 || ccf.Item == nil:
-			return nil
-		}
-		// Refused: not carried (left as it is), or its body would expire
-		// too soon: extended, and the write made again recording it.
-		old, derr := decode(ccf.Item)
-		need := now.Add(s.retention)
-		if derr != nil || !old.OutboxCarried || old.Body == "" || !old.BodyUntil.Before(need) || old.OutboxGen != gen {
-			return nil
-		}
-		kept, err := s.keepBody(ctx, old, need)
-		if err != nil {
-			return fmt.Errorf("watch outbox of %s: %w", k, err)
-		}
-		expr = "SET body_expires = :bx, " + expr[len("SET "):]
-		values[":bx"] = bodyKept(kept)
-		bodyCond = ""
-		delete(values, ":need")
-	}
 }
 
 // SettleOutbox records what the delivery of a processed event's outbox

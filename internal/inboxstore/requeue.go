@@ -108,15 +108,6 @@ func (s *Store) Requeue(ctx context.Context, k inbox.Key, now time.Time, force b
 				return ev, "", fmt.Errorf("requeue %s: %w (re-run it with force)", k, inbox.ErrAlreadyProcessed)
 			case ev.OutboxPending:
 				return ev, "", fmt.Errorf("requeue %s: %w", k, inbox.ErrOutboxPending)
-			case ev.OutboxCarried:
-				// Settled only once every row is final; a row that becomes
-				// due again (a resend) makes the outbox pending, which the
-				// write's condition refuses.
-				if settled, err := s.rowsFinal(ctx, ev.OutboxRows); err != nil {
-					return ev, "", fmt.Errorf("requeue %s: %w", k, err)
-				} else if !settled {
-					return ev, "", fmt.Errorf("requeue %s: %w", k, inbox.ErrOutboxPending)
-				}
 			}
 			did = Rerun
 			// A new outbox generation: the re-run's commit may add rows
@@ -128,13 +119,6 @@ func (s *Store) Requeue(ctx context.Context, k inbox.Key, now time.Time, force b
 			in.ConditionExpression = aws.String("#status = :processed AND (attribute_not_exists(outbox) OR outbox <> :pending) AND " + fresh)
 			v[":failed"], v[":processed"], v[":pending"] = str(string(inbox.StatusFailed)), str(string(inbox.StatusProcessed)), str(outboxPending)
 			v[":shard"], v[":zero"], v[":one"] = str(shard(k)), num(0), num(1)
-			if ev.OutboxCarried {
-				// Its rows are final (read above): settled, as a pass
-				// that settles a carried outbox does not write.
-				in.UpdateExpression = aws.String(strings.Replace(*in.UpdateExpression, "SET ", "SET outbox = :settled, ", 1))
-				in.ConditionExpression = aws.String(*in.ConditionExpression + " AND outbox = :carried")
-				v[":settled"], v[":carried"] = str(outboxSettled), str(outboxCarried)
-			}
 		default:
 			return ev, "", fmt.Errorf("requeue %s: unknown status %q", k, ev.Status)
 		}
@@ -161,22 +145,6 @@ func (s *Store) Requeue(ctx context.Context, k inbox.Key, now time.Time, force b
 		return ev, did, err
 	}
 	return inbox.Event{}, "", fmt.Errorf("requeue %s: the event kept changing: %w", k, inbox.ErrClaimed)
-}
-
-// rowsFinal reports whether every outbox row with one of keys is final.
-func (s *Store) rowsFinal(ctx context.Context, keys []string) (bool, error) {
-	for _, key := range keys {
-		r, err := s.Row(ctx, key)
-		switch {
-		case errors.Is(err, inbox.ErrNotFound):
-			continue
-		case err != nil:
-			return false, err
-		case !r.State.Final():
-			return false, nil
-		}
-	}
-	return true, nil
 }
 
 // Selection is a range of the index that replay reads: events of one

@@ -219,9 +219,6 @@ func shards(outbox bool) []string {
 const (
 	outboxPending = "pending"
 	outboxSettled = "settled"
-	// outboxCarried: the first attempt's commit wrote rows whose delivery
-	// its message carries, out of the index (see CompleteFirst).
-	outboxCarried = "carried"
 )
 
 func ts(t time.Time) string {
@@ -301,7 +298,7 @@ func (it item) event() inbox.Event {
 		Attributes: it.Attributes, Headers: it.Headers, RequestID: it.RequestID, Status: inbox.Status(it.Status), Outcome: inbox.Outcome(it.Outcome), Attempts: it.Attempts, RevivedAttempts: it.Revived,
 		LastError: it.LastError, ReceivedAt: parseTS(it.ReceivedAt), UpdatedAt: parseTS(it.UpdatedAt),
 		ProcessedAt: parseTS(it.ProcessedAt), LeaseOwner: it.LeaseOwner, DeadBy: it.DeadBy,
-		Touched: it.Touched, OutboxRows: it.OutboxRows, OutboxPending: it.Outbox == outboxPending, OutboxCarried: it.Outbox == outboxCarried,
+		Touched: it.Touched, OutboxRows: it.OutboxRows, OutboxPending: it.Outbox == outboxPending,
 		OutboxGen: it.OutboxGen,
 		Reruns:    it.Reruns, PreviousOutcome: inbox.Outcome(it.PreviousOutcome), Swept: it.Swept,
 	}

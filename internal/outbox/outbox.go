@@ -42,7 +42,6 @@ type Store interface {
 	ClaimRow(ctx context.Context, key, owner string, now, leaseUntil time.Time) (Row, error)
 	FinishRow(ctx context.Context, key, owner string, res Result, now time.Time) error
 	SettleOutbox(ctx context.Context, k inbox.Key, gen int, settled bool, due, now time.Time) error
-	WatchOutbox(ctx context.Context, k inbox.Key, gen int, due, now time.Time) error
 }
 
 // Pass is how a delivery pass finds its event's outbox.
@@ -51,22 +50,16 @@ type Pass struct {
 	// (inbox.Event.OutboxGen), read before this pass claims any row: the
 	// outbox is settled only if no row was resent since.
 	Gen int
-	// Carried says the rows' delivery is carried by the caller's message,
-	// the event out of the sweep's view (inbox.Event.OutboxCarried), and
-	// Committed that the caller's attempt committed them just now. A
-	// carried outbox that settles in its committing pass is left as it
-	// is; one that does not is put in the sweep's view before the pass
-	// ends, and a later pass puts it there before it delivers anything
-	// (inboxstore.Store.WatchOutbox).
-	Carried, Committed bool
-	// Rows are the rows as the caller's commit wrote them (pending, no
-	// attempt), when Committed: a row whose target dedupes on its key
+	// Committed says the caller's attempt committed the rows just now,
+	// and Rows are the rows as that commit wrote them (pending, no
+	// attempt): a row whose target dedupes on its key
 	// (RetryUnknown) is then delivered without a claim, its outcome
 	// recorded only if nobody claimed it meanwhile (inboxstore's FinishRow
 	// with no owner). A second delivery of it is harmless by the target's
 	// own account, and an attempt that stops before its record is counted
 	// by the next pass's claim.
-	Rows []Row
+	Committed bool
+	Rows      []Row
 }
 
 // committed is the row with key that pass's commit wrote, if it lists it.
@@ -241,14 +234,6 @@ type Settlement struct {
 // finds the outbox.
 func (d *Deliverer) Deliver(work, book context.Context, ev inbox.Key, pass Pass, rows []string, owner string) (Settlement, error) {
 	gen := pass.Gen
-	if pass.Carried && !pass.Committed {
-		// A later pass over a carried outbox: in the sweep's view before
-		// anything else, so no stop of this pass leaves it out of it.
-		if err := d.cfg.Store.WatchOutbox(book, ev, gen, d.cfg.Now(), d.cfg.Now()); err != nil {
-			return Settlement{Due: d.cfg.Now()}, err
-		}
-		pass.Carried = false
-	}
 	st := Settlement{Settled: true, States: make(map[State]int, len(rows))}
 	var errs []error
 	var mu sync.Mutex
@@ -288,16 +273,7 @@ func (d *Deliverer) Deliver(work, book context.Context, ev inbox.Key, pass Pass,
 		})
 	}
 	wg.Wait()
-	var err error
-	switch {
-	case pass.Carried && st.Settled:
-		// Settled as it is: nothing more to write.
-	case pass.Carried:
-		err = d.cfg.Store.WatchOutbox(book, ev, gen, st.Due, d.cfg.Now())
-	default:
-		err = d.cfg.Store.SettleOutbox(book, ev, gen, st.Settled, st.Due, d.cfg.Now())
-	}
-	if err != nil {
+	if err := d.cfg.Store.SettleOutbox(book, ev, gen, st.Settled, st.Due, d.cfg.Now()); err != nil {
 		// Not told: the caller comes back, and the next pass, finding
 		// the rows as they are, tells it again.
 		errs = append(errs, err)

@@ -36,8 +36,6 @@ type memStore struct {
 	rows    map[string]*outbox.Row
 	settled []bool
 	due     time.Time
-	// watched is the due time of each WatchOutbox.
-	watched []time.Time
 	// claimedFrom is each delivering row as its claim found it: a claim
 	// of the lease's own owner again returns it, as the store does.
 	claimedFrom map[string]outbox.Row
@@ -107,12 +105,6 @@ func (m *memStore) SettleOutbox(_ context.Context, _ inbox.Key, _ int, settled b
 	return nil
 }
 
-func (m *memStore) WatchOutbox(_ context.Context, _ inbox.Key, _ int, due, _ time.Time) error {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	m.watched = append(m.watched, due)
-	return nil
-}
 
 func (m *memStore) row(key string) outbox.Row {
 	m.mu.Lock()
@@ -663,43 +655,6 @@ func TestNotSentIsRecorded(t *testing.T) {
 	})
 }
 
-// TestCarriedPass: a carried outbox's committing pass writes nothing more
-// when it settles, and puts the outbox in the sweep's view when it does
-// not; a later pass puts it there before it claims any row.
-func TestCarriedPass(t *testing.T) {
-	for _, tt := range []struct {
-		name         string
-		pass         outbox.Pass
-		answer       int
-		wantSettles  []bool
-		wantWatched  int
-		watchedFirst bool
-	}{
-		{"committing pass, settled", outbox.Pass{Carried: true, Committed: true}, 200, nil, 0, false},
-		{"committing pass, not settled", outbox.Pass{Carried: true, Committed: true}, 503, nil, 1, false},
-		{"a later pass", outbox.Pass{Carried: true}, 200, []bool{true}, 1, true},
-		{"a pending outbox", outbox.Pass{}, 200, []bool{true}, 0, false},
-	} {
-		t.Run(tt.name, func(t *testing.T) {
-			rc := &receiver{}
-			srv := rc.serve(t, status(tt.answer))
-			store := &orderedStore{memStore: newMemStore(row("r1", "receipt"))}
-			d := newDeliverer(t, store, map[string]outbox.Target{"receipt": {URL: srv.URL, Timeout: 5 * time.Second}}, nil)
-			if _, err := d.Deliver(context.Background(), context.Background(), evKey, tt.pass, []string{"r1"}, owner); err != nil {
-				t.Fatal(err)
-			}
-			store.mu.Lock()
-			defer store.mu.Unlock()
-			if !slices.Equal(store.settled, tt.wantSettles) || len(store.watched) != tt.wantWatched {
-				t.Errorf("settles %v, watches %d; want %v, %d", store.settled, len(store.watched), tt.wantSettles, tt.wantWatched)
-			}
-			if first := len(store.calls) > 0 && store.calls[0] == "watch"; first != tt.watchedFirst {
-				t.Errorf("calls %v: watched first %t, want %t", store.calls, first, tt.watchedFirst)
-			}
-		})
-	}
-}
-
 // orderedStore is a memStore that records the order of its calls.
 type orderedStore struct {
 	*memStore
@@ -713,12 +668,6 @@ func (o *orderedStore) ClaimRow(ctx context.Context, key, owner string, now, unt
 	return o.memStore.ClaimRow(ctx, key, owner, now, until)
 }
 
-func (o *orderedStore) WatchOutbox(ctx context.Context, k inbox.Key, gen int, due, now time.Time) error {
-	o.mu.Lock()
-	o.calls = append(o.calls, "watch")
-	o.mu.Unlock()
-	return o.memStore.WatchOutbox(ctx, k, gen, due, now)
-}
 
 // TestCommittedRowsWithoutClaim: a committing pass delivers a row whose
 // target dedupes on its key without claiming it, recording the outcome

@@ -168,10 +168,8 @@ func (p *Processor) notOurs(work, book context.Context, j *job, ev inbox.Event, 
 		// still delivering at the deadline is not one whose dead write
 		// may have landed (see cutOff).
 		j.deadTried.Store(false)
-		if ev.OutboxPending || ev.OutboxCarried {
-			// A carried outbox whose committing pass stopped: the pass
-			// puts it in the sweep's view before it delivers.
-			return p.deliver(work, book, j, res.key, outbox.Pass{Gen: ev.OutboxGen, Carried: ev.OutboxCarried}, ev.OutboxRows, res), true
+		if ev.OutboxPending {
+			return p.deliver(work, book, j, res.key, outbox.Pass{Gen: ev.OutboxGen}, ev.OutboxRows, res), true
 		}
 	case errors.Is(err, inbox.ErrDead):
 		res.outcome = logAlreadyDead

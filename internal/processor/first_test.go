@@ -134,11 +134,12 @@ func TestFirstAttempt(t *testing.T) {
 	}
 }
 
-// TestFirstAttemptCarriesItsRows: the rows of an unclaimed first commit
-// are delivered as carried by the committing pass; a later receive finding
-// the outbox carried delivers it as a later pass (which puts it in the
-// sweep's view first); a message's last receive never commits unclaimed.
-func TestFirstAttemptCarriesItsRows(t *testing.T) {
+// TestFirstAttemptDeliversItsRows: the rows of an unclaimed first commit
+// are delivered by the committing pass, which passes them on as written
+// (a target that dedupes takes them without a claim); a later receive
+// delivers a pending outbox as any pass; a message's last receive never
+// commits unclaimed.
+func TestFirstAttemptDeliversItsRows(t *testing.T) {
 	withRow := effects.Plan{Outbound: []effects.Outbound{{Key: "r/1", Target: "receipt", Body: []byte(`{}`)}}}
 	handler := func(context.Context, inbox.Event) (effects.Plan, error) { return withRow, nil }
 
@@ -151,18 +152,18 @@ func TestFirstAttemptCarriesItsRows(t *testing.T) {
 		if _, err := h.p.Handle(context.Background(), events.SQSEvent{Records: []events.SQSMessage{message(t, "m1", 1)}}); err != nil {
 			t.Fatal(err)
 		}
-		if want := []outbox.Pass{{Carried: true, Committed: true}}; !samePasses(h.outbox.passes, want) {
+		if want := []outbox.Pass{{Committed: true}}; !samePasses(h.outbox.passes, want) {
 			t.Errorf("passes %+v, want %+v", h.outbox.passes, want)
 		}
 	})
 	t.Run("a later receive", func(t *testing.T) {
-		carried := inbox.Event{Key: key, Kind: "stripe", Type: "invoice.paid", Status: inbox.StatusProcessed, OutboxCarried: true, OutboxRows: []string{"r/1"}, OutboxGen: 2}
-		store := &fakeStore{claim: claimErr(carried, inbox.ErrAlreadyProcessed)}
+		pending := inbox.Event{Key: key, Kind: "stripe", Type: "invoice.paid", Status: inbox.StatusProcessed, OutboxPending: true, OutboxRows: []string{"r/1"}, OutboxGen: 2}
+		store := &fakeStore{claim: claimErr(pending, inbox.ErrAlreadyProcessed)}
 		h := newHarness(t, store, handler)
 		if _, err := h.p.Handle(context.Background(), events.SQSEvent{Records: []events.SQSMessage{message(t, "m1", 2)}}); err != nil {
 			t.Fatal(err)
 		}
-		if want := []outbox.Pass{{Gen: 2, Carried: true}}; !samePasses(h.outbox.passes, want) {
+		if want := []outbox.Pass{{Gen: 2}}; !samePasses(h.outbox.passes, want) {
 			t.Errorf("passes %+v, want %+v", h.outbox.passes, want)
 		}
 	})
@@ -194,7 +195,7 @@ func samePasses(got, want []outbox.Pass) bool {
 	}
 	for i := range got {
 		g, w := got[i], want[i]
-		if g.Gen != w.Gen || g.Carried != w.Carried || g.Committed != w.Committed || (g.Committed && len(g.Rows) == 0) || (!g.Committed && len(g.Rows) != 0) {
+		if g.Gen != w.Gen || g.Committed != w.Committed || (g.Committed && len(g.Rows) == 0) || (!g.Committed && len(g.Rows) != 0) {
 			return false
 		}
 	}

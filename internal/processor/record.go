@@ -117,7 +117,7 @@ func (p *Processor) first(work, book context.Context, j *job, k inbox.Key) (reco
 	if err != nil {
 		return recordResult{}, false
 	}
-	ev.Attempts, ev.OutboxCarried = 1, len(plan.Outbound) > 0
+	ev.Attempts = 1
 	return p.committed(work, book, j, ev, plan, outcome, recordResult{key: k, eventType: ev.Type, attempt: 1}), true
 }
 
@@ -139,7 +139,7 @@ func (p *Processor) committed(work, book context.Context, j *job, ev inbox.Event
 		}
 		written[i] = outbox.Row{Key: rows[i], Action: action, Target: o.Target, Body: o.Body, Event: ev.Key, State: outbox.Pending}
 	}
-	return p.deliver(work, book, j, ev.Key, outbox.Pass{Gen: ev.OutboxGen, Carried: ev.OutboxCarried, Committed: true, Rows: written}, rows, res)
+	return p.deliver(work, book, j, ev.Key, outbox.Pass{Gen: ev.OutboxGen, Committed: true, Rows: written}, rows, res)
 }
 
 // checkTargets refuses a plan whose outbound call names a target the

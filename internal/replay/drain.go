@@ -146,13 +146,6 @@ func (u *run) drainOne(m queue.Message) (bool, error) {
 		return false, nil
 	}
 	outcome := OutcomeProcessed
-	if ev.Status == inbox.StatusProcessed && ev.OutboxCarried {
-		// Its rows' delivery was its messages' (a carried outbox), and
-		// this one died: the sweep takes it over before the copy goes.
-		if err := u.r.Store.WatchOutbox(u.ctx, k, ev.OutboxGen, now, now); err != nil {
-			return false, fmt.Errorf("watch the outbox of %s: %w", k, err)
-		}
-	}
 	if ev.Status != inbox.StatusProcessed {
 		_, did, err := u.r.Store.Requeue(u.ctx, k, now, false)
 		outcome = string(did)

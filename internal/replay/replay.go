@@ -82,7 +82,6 @@ type Store interface {
 	ForReview(ctx context.Context, limit int) ([]outbox.Row, error)
 	ResolveRow(ctx context.Context, key, note string, now time.Time) (outbox.Row, error)
 	ResendRow(ctx context.Context, key string, now time.Time) (outbox.Row, error)
-	WatchOutbox(ctx context.Context, k inbox.Key, gen int, due, now time.Time) error
 }
 
 var _ Store = (*inboxstore.Store)(nil)

@@ -388,36 +388,3 @@ func TestInvokeRefusesBadRequests(t *testing.T) {
 		}
 	}
 }
-
-// TestDrainWatchesACarriedOutbox: the DLQ copy of a processed event whose
-// outbox its message carried (the first attempt's, out of the sweep's
-// view) is not just dropped: the event goes to the sweep first.
-func TestDrainWatchesACarriedOutbox(t *testing.T) {
-	st := mustStack(t)
-	ctx := context.Background()
-	k := mustEvent(t, st.store, "evt_carried", inbox.StatusReceived, t0)
-	ev, err := st.store.Peek(ctx, k, t0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	plan := effects.Plan{Outbound: []effects.Outbound{{Key: "r/carried", Target: "receipt", Body: []byte(`{}`)}}}
-	if err := st.store.CompleteFirst(ctx, ev, plan, inbox.OutcomeApplied, t0); err != nil {
-		t.Fatal(err)
-	}
-	if err := st.dlq.Enqueue(ctx, k); err != nil {
-		t.Fatal(err)
-	}
-	no := false
-	at := t0.Add(time.Hour)
-	sum, err := st.replayer(at).Handle(ctx, replay.Request{DryRun: &no})
-	if err != nil || sum.Counts[replay.OutcomeProcessed] != 1 {
-		t.Fatalf("drain: got %+v, %v", sum, err)
-	}
-	got, err := st.store.Get(ctx, k, at)
-	if err != nil || got.OutboxCarried || !got.OutboxPending {
-		t.Fatalf("after the drain: %+v, %v; want its outbox pending, in the sweep's view", got, err)
-	}
-	if p, err := st.store.Overdue(ctx, at.Add(time.Hour), 10); err != nil || len(p) != 1 || p[0].Key != k {
-		t.Errorf("overdue: %+v, %v; want the event", p, err)
-	}
-}
