@@ -105,7 +105,6 @@ func (m *memStore) SettleOutbox(_ context.Context, _ inbox.Key, _ int, settled b
 	return nil
 }
 
-
 func (m *memStore) row(key string) outbox.Row {
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -667,7 +666,6 @@ func (o *orderedStore) ClaimRow(ctx context.Context, key, owner string, now, unt
 	o.mu.Unlock()
 	return o.memStore.ClaimRow(ctx, key, owner, now, until)
 }
-
 
 // TestCommittedRowsWithoutClaim: a committing pass delivers a row whose
 // target dedupes on its key without claiming it, recording the outcome
