@@ -371,8 +371,15 @@ func measureFloor(ctx context.Context, db *dynamodb.Client, table, source string
 	if err != nil {
 		return floorUnits{}, fmt.Errorf("floor: %w", err)
 	}
+	// As ingest stores it: received, due at once (in the index), nothing
+	// of its processing yet.
+	received := inbox.Event{
+		Key: ev.Key, Kind: ev.Kind, Type: ev.Type, Created: ev.Created, Payload: ev.Payload, Attributes: ev.Attributes,
+		Headers: ev.Headers, RequestID: ev.RequestID, Scope: ev.Scope, Unscoped: ev.Unscoped,
+		Status: inbox.StatusReceived, ReceivedAt: ev.ReceivedAt, UpdatedAt: ev.ReceivedAt, DueAt: ev.ReceivedAt,
+	}
+	ev = received
 	ev.Key.EventID += "-floor"
-	ev.PayloadRef, ev.ExpiresAt = nil, time.Time{}
 	if r := latest["payload_ref"]; r != nil {
 		// A payload in S3: the whole item holds its reference, as the
 		// status does.

@@ -260,7 +260,7 @@ func (s *Store) ref(ctx context.Context, k inbox.Key, now time.Time) (*inbox.Pay
 	if ok {
 		return r.ref, nil
 	}
-	ev, err := s.Store.Get(ctx, k, now)
+	ev, err := s.Store.Status(ctx, k, now)
 	switch {
 	case errors.Is(err, inbox.ErrNotFound):
 		return nil, nil

@@ -216,5 +216,17 @@ func (s *Store) keepBody(ctx context.Context, ev inbox.Event, need time.Time) (i
 	return ev, nil
 }
 
+// keepBodyToFinish is keepBody for a write that finishes the event (gives
+// its status an expiry: a commit, a settling, a death). A body found lost
+// does not hold the event back, which could then never finish: the write
+// goes ahead, and the loss is reported wherever the body is read.
+func (s *Store) keepBodyToFinish(ctx context.Context, ev inbox.Event, need time.Time) (inbox.Event, error) {
+	kept, err := s.keepBody(ctx, ev, need)
+	if errors.Is(err, ErrBodyLost) {
+		return ev, nil
+	}
+	return kept, err
+}
+
 // bodyKept is the status's body_expires as the caller's write records it.
 func bodyKept(ev inbox.Event) types.AttributeValue { return num(ev.BodyUntil.Unix()) }

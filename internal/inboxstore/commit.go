@@ -117,7 +117,7 @@ func (s *Store) complete(ctx context.Context, ev inbox.Event, owner string, plan
 	if len(rows) == 0 {
 		// Finished now: the body must last as long as the event.
 		var err error
-		if ev, err = s.keepBody(ctx, ev, expiresFrom.Add(s.retention)); err != nil {
+		if ev, err = s.keepBodyToFinish(ctx, ev, expiresFrom.Add(s.retention)); err != nil {
 			return fmt.Errorf("complete %s: %w", ev.Key, err)
 		}
 	}
@@ -569,7 +569,7 @@ func (s *Store) SettleOutbox(ctx context.Context, k inbox.Key, gen int, settled 
 			old.Status != inbox.StatusProcessed || !old.OutboxPending || old.OutboxGen != gen {
 			return nil
 		}
-		kept, err := s.keepBody(ctx, old, expires)
+		kept, err := s.keepBodyToFinish(ctx, old, expires)
 		if err != nil {
 			return fmt.Errorf("settle outbox of %s: %w", k, err)
 		}

@@ -120,7 +120,10 @@ func earlierRelease(it map[string]types.AttributeValue) bool {
 	}
 	switch {
 	case strings.HasPrefix(pk.Value, bodyPrefix):
-		return false // bodies came after scopes
+		// A body keeps its event's scope; one without is an unscoped
+		// event's (a source whose parts keep unscoped IDs).
+		_, scoped := it["scope"]
+		return !scoped
 	case strings.HasPrefix(pk.Value, eventPrefix):
 		// A status item names its body, which has the scope.
 		_, scoped := it["scope"]

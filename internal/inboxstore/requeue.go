@@ -60,7 +60,7 @@ const requeueTries = 3
 func (s *Store) Requeue(ctx context.Context, k inbox.Key, now time.Time, force bool) (inbox.Event, Requeued, error) {
 	var first inbox.Status
 	for try := range requeueTries {
-		ev, err := s.status(ctx, k, now)
+		ev, err := s.Status(ctx, k, now)
 		if err != nil {
 			return inbox.Event{}, "", err
 		}
@@ -122,9 +122,8 @@ func (s *Store) Requeue(ctx context.Context, k inbox.Key, now time.Time, force b
 		default:
 			return ev, "", fmt.Errorf("requeue %s: unknown status %q", k, ev.Status)
 		}
-		if did == Revived || did == Rerun {
-			// Back to waiting for a claim: its body must last a
-			// retention more.
+		if did == Revived || did == Rerun || did == MadeDue {
+			// Waiting for a claim: its body must last a retention more.
 			if ev, err = s.keepBody(ctx, ev, now.Add(s.retention)); err != nil {
 				return ev, "", fmt.Errorf("requeue %s: %w", k, err)
 			}

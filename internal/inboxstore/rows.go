@@ -166,7 +166,8 @@ func (s *Store) FinishRow(ctx context.Context, key, owner string, res outbox.Res
 		delete(values, ":owner")
 		delete(values, ":delivering")
 		values[":pending"], values[":zero"], values[":one"] = str(string(outbox.Pending)), num(0), num(1)
-		cond = "#status = :pending AND attempts = :zero AND attribute_not_exists(lease_owner)"
+		// Not one an operator resent meanwhile (attempts back to 0).
+		cond = "#status = :pending AND attempts = :zero AND attribute_not_exists(lease_owner) AND attribute_not_exists(resent)"
 		set += ", attempts = :one"
 	}
 	if res.Cause != "" {
@@ -362,7 +363,7 @@ func (s *Store) ResendRow(ctx context.Context, key string, now time.Time) (outbo
 	}
 	// The event waits for its outbox again, with no expiry: its body must
 	// last a retention more.
-	ev, err := s.status(ctx, r.Event, now)
+	ev, err := s.Status(ctx, r.Event, now)
 	switch {
 	case errors.Is(err, inbox.ErrNotFound):
 		return r, fmt.Errorf("resend row: its event %s is gone: %w", r.Event, inbox.ErrNotFound)

@@ -400,18 +400,32 @@ func (s *Store) insert(ctx context.Context, e inbox.Event, z []byte, now time.Ti
 		return inbox.Event{}, fmt.Errorf("insert %s: %w", e.Key, err)
 	}
 	// The body first. One with the same name (the same event and payload)
-	// stored already is kept, unless it would expire sooner than this
-	// one: a body's expiry never moves earlier.
+	// stored already, and not expired, is kept as it is, headers and all
+	// (a body is never rewritten: a duplicate whose read above missed the
+	// event gets this far), only made to last as long as this one would.
 	_, err = s.api.PutItem(ctx, &dynamodb.PutItemInput{
-		TableName:                 &s.table,
-		Item:                      body,
-		ConditionExpression:       aws.String("attribute_not_exists(pk) OR expires_at < :until"),
-		ExpressionAttributeValues: map[string]types.AttributeValue{":until": body["expires_at"]},
+		TableName:                           &s.table,
+		Item:                                body,
+		ConditionExpression:                 aws.String("attribute_not_exists(pk) OR expires_at < :now"),
+		ExpressionAttributeValues:           map[string]types.AttributeValue{":now": num(now.Unix())},
+		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
 	})
 	var ccf *types.ConditionalCheckFailedException
 	switch {
 	case errors.As(err, &ccf):
-		// Kept: it lasts at least as long as this one would.
+		old := inbox.Event{Key: e.Key, Body: bodyID(e)}
+		if n, ok := ccf.Item["expires_at"].(*types.AttributeValueMemberN); ok {
+			if secs, perr := strconv.ParseInt(n.Value, 10, 64); perr == nil {
+				old.BodyUntil = time.Unix(secs, 0)
+			}
+		}
+		kept, err := s.keepBody(ctx, old, bodyUntil.Add(-BodyGrace))
+		if err != nil {
+			return inbox.Event{}, fmt.Errorf("insert %s: %w", e.Key, err)
+		}
+		// The status records what the body has.
+		bodyUntil = kept.BodyUntil
+		status["body_expires"] = bodyKept(kept)
 	case err != nil:
 		return inbox.Event{}, awserr.Wrap("insert "+e.Key.String(), err)
 	}
@@ -573,10 +587,19 @@ func (s *Store) Peek(ctx context.Context, k inbox.Key, now time.Time) (inbox.Eve
 	return decode(whole)
 }
 
-// status returns the stored event as its status item alone has it (no
-// payload, headers or metadata for an event of the split layout), or
-// inbox.ErrNotFound (also for one whose TTL has passed).
-func (s *Store) status(ctx context.Context, k inbox.Key, now time.Time) (inbox.Event, error) {
+// ReadEvent is Peek under the name the outbox's forwarder reads events by
+// (outbox.Events): claimcheck.Store reads a payload kept in S3 in its
+// Peek, and not in this.
+func (s *Store) ReadEvent(ctx context.Context, k inbox.Key, now time.Time) (inbox.Event, error) {
+	return s.Peek(ctx, k, now)
+}
+
+// Status returns the stored event as its status item alone has it (its
+// key, type, time of receipt, status and outbox; no payload, headers or
+// metadata for an event of the split layout: one read, which a lost body
+// does not fail), or inbox.ErrNotFound (also for one whose TTL has
+// passed).
+func (s *Store) Status(ctx context.Context, k inbox.Key, now time.Time) (inbox.Event, error) {
 	av, err := s.getItem(ctx, pk(k), "get "+k.String())
 	if err != nil {
 		return inbox.Event{}, err
@@ -779,10 +802,15 @@ func (s *Store) Fail(ctx context.Context, k inbox.Key, f inbox.Failure, now time
 		expires := now.Add(max(s.retention, DeadRetention))
 		values[":expires"] = num(expires.Unix())
 		// The body must last as long as the dead event: a death is rare,
-		// so its status is read to learn whether the body needs extending.
-		ev, err := s.status(ctx, k, now)
-		if err == nil && ev.Body != "" {
-			if ev, err = s.keepBody(ctx, ev, expires); err != nil {
+		// so its status is read to learn whether the body needs extending
+		// (an absent event is left to the write below to report).
+		ev, err := s.Status(ctx, k, now)
+		switch {
+		case errors.Is(err, inbox.ErrNotFound):
+		case err != nil:
+			return inbox.Event{}, fmt.Errorf("fail %s: %w", k, err)
+		case ev.Body != "":
+			if ev, err = s.keepBodyToFinish(ctx, ev, expires); err != nil {
 				return inbox.Event{}, fmt.Errorf("fail %s: %w", k, err)
 			}
 			update = strings.Replace(update, "SET ", "SET body_expires = :bx, ", 1)
@@ -995,13 +1023,14 @@ func (s *Store) Reschedule(ctx context.Context, k inbox.Key, was, quick, spaced 
 			":one":   num(1),
 			":quick": num(QuickCopies),
 		},
+		ReturnValues:                        types.ReturnValueAllNew,
 		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
 	}
-	_, err := s.api.UpdateItem(ctx, in)
+	out, err := s.api.UpdateItem(ctx, in)
 	var ccf *types.ConditionalCheckFailedException
 	switch {
 	case err == nil:
-		return true, nil
+		return true, s.keepWaiting(ctx, out.Attributes, quick)
 	case !errors.As(err, &ccf):
 		return false, awserr.Wrap("reschedule "+k.String(), err)
 	}
@@ -1018,14 +1047,41 @@ func (s *Store) Reschedule(ctx context.Context, k inbox.Key, was, quick, spaced 
 	delete(in.ExpressionAttributeValues, ":quick")
 	in.ConditionExpression = aws.String("attribute_exists(sweep_shard) AND due_ms = :was")
 	in.ReturnValuesOnConditionCheckFailure = ""
-	_, err = s.api.UpdateItem(ctx, in)
+	out, err = s.api.UpdateItem(ctx, in)
 	switch {
 	case errors.As(err, &ccf):
 		return false, nil
 	case err != nil:
 		return false, awserr.Wrap("reschedule "+k.String(), err)
 	}
-	return true, nil
+	return true, s.keepWaiting(ctx, out.Attributes, quick)
+}
+
+// keepWaiting makes sure the body of an event the sweep keeps waiting (its
+// status st as the reschedule left it) lasts a retention past now: an
+// event nobody claims for that long (its processor stopped) keeps its
+// payload while the sweep runs. Nearly always nothing is written.
+func (s *Store) keepWaiting(ctx context.Context, st map[string]types.AttributeValue, now time.Time) error {
+	ev, err := decode(st)
+	if err != nil || ev.Body == "" || !ev.BodyUntil.Before(now.Add(s.retention)) {
+		return nil
+	}
+	kept, err := s.keepBody(ctx, ev, now.Add(s.retention))
+	if err != nil {
+		return fmt.Errorf("reschedule %s: %w", ev.Key, err)
+	}
+	_, err = s.api.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName:                 &s.table,
+		Key:                       map[string]types.AttributeValue{"pk": str(pk(ev.Key))},
+		UpdateExpression:          aws.String("SET body_expires = :bx"),
+		ConditionExpression:       aws.String("body_id = :id AND body_expires < :bx"),
+		ExpressionAttributeValues: map[string]types.AttributeValue{":bx": bodyKept(kept), ":id": str(ev.Body)},
+	})
+	var ccf *types.ConditionalCheckFailedException
+	if err != nil && !errors.As(err, &ccf) {
+		return awserr.Wrap("reschedule "+ev.Key.String(), err)
+	}
+	return nil
 }
 
 func str(s string) types.AttributeValue { return &types.AttributeValueMemberS{Value: s} }

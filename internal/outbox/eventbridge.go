@@ -14,11 +14,11 @@ import (
 // Events reads the stored events whose payloads forwarding rows carry to
 // EventBridge (the store: claimcheck.Store).
 type Events interface {
-	// Peek reads the event eventually consistently: what a forwarding
-	// row needs of it (its key, type, time of receipt and payload) never
-	// changes once it is stored, and a read that misses it is made again,
-	// consistently.
-	Peek(ctx context.Context, k inbox.Key, now time.Time) (inbox.Event, error)
+	// ReadEvent reads the event eventually consistently, a payload kept
+	// in S3 left in its object: what a forwarding row needs of it (its
+	// key, type, time of receipt and payload) never changes once it is
+	// stored, and a read that misses it is made again, consistently.
+	ReadEvent(ctx context.Context, k inbox.Key, now time.Time) (inbox.Event, error)
 	Payload(ctx context.Context, ev inbox.Event) ([]byte, error)
 }
 
@@ -60,10 +60,12 @@ func (d *Deliverer) put(ctx context.Context, tk *ticket, t Target, r Row, leaseE
 	if err != nil {
 		return Result{State: Rejected, Cause: "forwarding row: event key: " + err.Error()}, 0
 	}
-	ev, err := d.cfg.Events.Peek(ctx, k, d.cfg.Now())
+	ev, err := d.cfg.Events.ReadEvent(ctx, k, d.cfg.Now())
 	switch {
 	case errors.Is(err, inbox.ErrNotFound):
 		return Result{State: Rejected, Cause: "its event is no longer stored"}, 0
+	case errors.Is(err, inbox.ErrInvalid):
+		return Result{State: Rejected, Cause: "its event: " + err.Error()}, 0
 	case err != nil:
 		return Result{State: Failed, Cause: "reading its event: " + err.Error()}, 0
 	}

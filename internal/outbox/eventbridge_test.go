@@ -25,7 +25,7 @@ import (
 // memEvents is the stored events a forwarding row reads its payload from.
 type memEvents map[inbox.Key]inbox.Event
 
-func (m memEvents) Peek(_ context.Context, k inbox.Key, _ time.Time) (inbox.Event, error) {
+func (m memEvents) ReadEvent(_ context.Context, k inbox.Key, _ time.Time) (inbox.Event, error) {
 	if ev, ok := m[k]; ok {
 		return ev, nil
 	}

@@ -133,7 +133,7 @@ func (p *Processor) dead(work, book context.Context, j *job, k inbox.Key, res re
 		return p.notDead(book, rec, res)
 	}
 	// The write may or may not have landed.
-	stored, gerr := p.cfg.Store.Get(book, k, now)
+	stored, gerr := p.cfg.Store.Status(book, k, now)
 	switch {
 	case gerr == nil && stored.Status == inbox.StatusDead:
 		gerr = inbox.ErrDead

@@ -55,7 +55,8 @@ type Store interface {
 	Claim(ctx context.Context, k inbox.Key, owner string, now, leaseUntil time.Time) (inbox.Event, error)
 	Complete(ctx context.Context, ev inbox.Event, owner string, plan effects.Plan, outcome inbox.Outcome, now time.Time) error
 	Fail(ctx context.Context, k inbox.Key, f inbox.Failure, now time.Time) (inbox.Event, error)
-	Get(ctx context.Context, k inbox.Key, now time.Time) (inbox.Event, error)
+	// Status reads the event's status alone (inboxstore.Store.Status).
+	Status(ctx context.Context, k inbox.Key, now time.Time) (inbox.Event, error)
 	// The first attempt at an event, unclaimed (record.first).
 	Peek(ctx context.Context, k inbox.Key, now time.Time) (inbox.Event, error)
 	CompleteFirst(ctx context.Context, ev inbox.Event, plan effects.Plan, outcome inbox.Outcome, now time.Time) error

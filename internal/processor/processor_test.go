@@ -43,7 +43,7 @@ type fakeStore struct {
 	dead bool
 }
 
-func (f *fakeStore) Get(context.Context, inbox.Key, time.Time) (inbox.Event, error) {
+func (f *fakeStore) Status(context.Context, inbox.Key, time.Time) (inbox.Event, error) {
 	if f.get == nil {
 		return inbox.Event{}, inbox.ErrUnavailable
 	}

@@ -72,7 +72,7 @@ func (p *Processor) record(work, book context.Context, inv invocation, j *job) r
 		// Committed by this worker (its answer lost) or by another that
 		// took the event over: the stored event says which rows it has.
 		res.outcome = logAlreadyProcessed
-		if stored, gerr := p.cfg.Store.Get(book, k, p.cfg.Now()); gerr == nil {
+		if stored, gerr := p.cfg.Store.Status(book, k, p.cfg.Now()); gerr == nil {
 			r, _ := p.notOurs(work, book, j, stored, err, res, err)
 			return r
 		}

@@ -130,7 +130,7 @@ func (u *run) drainOne(m queue.Message) (bool, error) {
 	}
 	k := msg.Key
 	now := u.r.now()
-	ev, err := u.r.Store.Get(u.ctx, k, now)
+	ev, err := u.r.Store.Status(u.ctx, k, now)
 	switch {
 	case errors.Is(err, inbox.ErrNotFound):
 		u.count(OutcomeOrphan, k)

@@ -98,7 +98,7 @@ func (u *run) replayKeys() error {
 // the sweep sends it.
 func (u *run) replayOne(k inbox.Key) error {
 	now := u.r.now()
-	ev, err := u.r.Store.Get(u.ctx, k, now)
+	ev, err := u.r.Store.Status(u.ctx, k, now)
 	switch {
 	case errors.Is(err, inbox.ErrNotFound):
 		u.count(OutcomeOrphan, k)

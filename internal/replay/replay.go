@@ -71,6 +71,7 @@ type Target interface {
 // Store is the inbox as replay needs it; see inboxstore.Store.
 type Store interface {
 	Get(ctx context.Context, k inbox.Key, now time.Time) (inbox.Event, error)
+	Status(ctx context.Context, k inbox.Key, now time.Time) (inbox.Event, error)
 	Requeue(ctx context.Context, k inbox.Key, now time.Time, force bool) (inbox.Event, inboxstore.Requeued, error)
 	Select(ctx context.Context, sel inboxstore.Selection, now time.Time) ([]inboxstore.Selected, string, error)
 	Overdue(ctx context.Context, cutoff time.Time, limit int) ([]inboxstore.Pending, error)
