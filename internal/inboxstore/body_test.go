@@ -582,3 +582,94 @@ func TestFinishRowUnclaimed(t *testing.T) {
 		t.Errorf("the claimed row: %+v", r)
 	}
 }
+
+// TestDeathWithoutItsBody: an event whose body is gone (which the rules
+// prevent) can still be made dead: it must be able to finish.
+func TestDeathWithoutItsBody(t *testing.T) {
+	db := dynamodb.NewFromConfig(mustDynamo(t).SafeConfig())
+	s, table := newStoreOn(t, db)
+	ctx := context.Background()
+	e := mustReceived(t, s, "evt_lost_dies")
+	body := rawBody(t, db, table, e.Key)
+	if _, err := db.DeleteItem(ctx, &dynamodb.DeleteItemInput{TableName: &table, Key: map[string]types.AttributeValue{"pk": body["pk"]}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Claim(ctx, e.Key, "w", t0.Add(inboxstore.BodyGrace+2*retention), t0.Add(inboxstore.BodyGrace+3*retention)); !errors.Is(err, inboxstore.ErrBodyLost) {
+		t.Fatalf("claim: got %v, want ErrBodyLost", err)
+	}
+	at := t0.Add(inboxstore.BodyGrace + 2*retention)
+	if _, err := s.Fail(ctx, e.Key, inbox.Failure{Owner: "w", Status: inbox.StatusDead, Cause: "payload lost", MessageID: "m"}, at); err != nil {
+		t.Fatalf("death: %v", err)
+	}
+	if got, err := s.Status(ctx, e.Key, at); err != nil || got.Status != inbox.StatusDead {
+		t.Errorf("after the death: %+v, %v", got, err)
+	}
+}
+
+// TestSweepKeepsAWaitingBody: an event nobody claims (its processor
+// stopped) keeps its body while the sweep reschedules it.
+func TestSweepKeepsAWaitingBody(t *testing.T) {
+	db := dynamodb.NewFromConfig(mustDynamo(t).SafeConfig())
+	s, table := newStoreOn(t, db)
+	ctx := context.Background()
+	e := mustReceived(t, s, "evt_waiting")
+	late := t0.Add(inboxstore.BodyGrace + 2*retention)
+	ok, err := s.Reschedule(ctx, e.Key, e.DueAt, late, late.Add(time.Hour))
+	if err != nil || !ok {
+		t.Fatalf("reschedule: %t, %v", ok, err)
+	}
+	checkBodyKept(t, db, table, e.Key, late)
+}
+
+// TestBodyNeverRewritten: a second delivery of a stored event that gets as
+// far as the body's write (its duplicate read missed) leaves the stored
+// body as it was, headers and all.
+func TestBodyNeverRewritten(t *testing.T) {
+	db := dynamodb.NewFromConfig(mustDynamo(t).SafeConfig())
+	s, table := newStoreOn(t, db)
+	ctx := context.Background()
+	first := newEvent("evt_headers", []byte(`{"same":true}`))
+	first.Headers = map[string]string{"Stripe-Signature": "t=1,v1=first"}
+	mustInsert(t, s, first)
+	api := &hookAPI{API: db, get: func(_ context.Context, in *dynamodb.GetItemInput) (*dynamodb.GetItemOutput, error, bool) {
+		if strings.HasPrefix(pkOf(in.Key), "event#") && !aws.ToBool(in.ConsistentRead) {
+			return &dynamodb.GetItemOutput{}, nil, true
+		}
+		return nil, nil, false
+	}}
+	second := newEvent("evt_headers", []byte(`{"same":true}`))
+	second.Headers = map[string]string{"Stripe-Signature": "t=2,v1=second"}
+	if _, err := inboxstore.New(api, table, retention).Insert(ctx, second, t0.Add(time.Minute)); !errors.Is(err, inbox.ErrDuplicate) {
+		t.Fatalf("second delivery: got %v, want inbox.ErrDuplicate", err)
+	}
+	if got := mustGet(t, s, first.Key, t0.Add(time.Minute)); got.Headers["Stripe-Signature"] != "t=1,v1=first" {
+		t.Errorf("headers after the second delivery: %v, want the first's", got.Headers)
+	}
+	checkBodyKept(t, db, table, first.Key, t0.Add(time.Minute))
+}
+
+// TestUnclaimedRecordRefusedOnAResentRow: a committing pass's unclaimed
+// record does not land on a row an operator resent meanwhile.
+func TestUnclaimedRecordRefusedOnAResentRow(t *testing.T) {
+	s := mustStore(t)
+	ctx := context.Background()
+	at := t0.Add(time.Second)
+	plan := effects.Plan{Outbound: []effects.Outbound{{Key: "r/resent", Target: "dedupes", Body: []byte(`{}`)}}}
+	ev, err := commitPlan(t, s, "evt_resent_row", plan)
+	if err != nil {
+		t.Fatal(err)
+	}
+	row := effects.ScopedKey(ev.PartScope(), "r/resent")
+	if _, err := s.ClaimRow(ctx, row, "d", at, at.Add(time.Minute)); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.FinishRow(ctx, row, "d", outbox.Result{State: outbox.Rejected, Cause: "no"}, at); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.ResendRow(ctx, row, at); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.FinishRow(ctx, row, "", outbox.Result{State: outbox.Delivered, DeliveredTo: "x"}, at); !errors.Is(err, inbox.ErrLeaseLost) {
+		t.Errorf("unclaimed record on a resent row: got %v, want inbox.ErrLeaseLost", err)
+	}
+}
