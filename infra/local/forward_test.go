@@ -217,7 +217,7 @@ func TestForwardedInBatches(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	st, err := d.Deliver(ctx, ctx, two, outbox.Pass{Gen: ev.OutboxGen}, keys, "deliverer")
+	st, err := d.Deliver(ctx, ctx, two, ev.OutboxGen, keys, "deliverer")
 	if err != nil || !st.Settled || st.States[outbox.Delivered] != 2 {
 		t.Fatalf("delivery: %+v, %v; want both rows delivered", st, err)
 	}

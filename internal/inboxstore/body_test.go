@@ -547,42 +547,6 @@ func TestCompleteFirst(t *testing.T) {
 	})
 }
 
-// TestFinishRowUnclaimed: a committing pass's outcome for a row it
-// delivered without a claim is recorded only on the row as committed
-// (pending, no attempt), counting the attempt; a claim first wins.
-func TestFinishRowUnclaimed(t *testing.T) {
-	s := mustStore(t)
-	ctx := context.Background()
-	at := t0.Add(time.Second)
-	plan := effects.Plan{Outbound: []effects.Outbound{
-		{Key: "r/unclaimed", Target: "dedupes", Body: []byte(`{}`)},
-		{Key: "r/taken", Target: "dedupes", Body: []byte(`{}`)},
-	}}
-	ev, err := commitPlan(t, s, "evt_unclaimed_rows", plan)
-	if err != nil {
-		t.Fatal(err)
-	}
-	free, taken := effects.ScopedKey(ev.PartScope(), "r/unclaimed"), effects.ScopedKey(ev.PartScope(), "r/taken")
-	if err := s.FinishRow(ctx, free, "", outbox.Result{State: outbox.Delivered, DeliveredTo: "x"}, at); err != nil {
-		t.Fatal(err)
-	}
-	if r, err := s.Row(ctx, free); err != nil || r.State != outbox.Delivered || r.Attempts != 1 {
-		t.Errorf("unclaimed record: %+v, %v; want delivered after 1 attempt", r, err)
-	}
-	if err := s.FinishRow(ctx, free, "", outbox.Result{State: outbox.Delivered, DeliveredTo: "x"}, at); !errors.Is(err, inbox.ErrLeaseLost) {
-		t.Errorf("recorded twice: got %v, want inbox.ErrLeaseLost", err)
-	}
-	if _, err := s.ClaimRow(ctx, taken, "other", at, at.Add(time.Minute)); err != nil {
-		t.Fatal(err)
-	}
-	if err := s.FinishRow(ctx, taken, "", outbox.Result{State: outbox.Delivered, DeliveredTo: "x"}, at); !errors.Is(err, inbox.ErrLeaseLost) {
-		t.Errorf("over another's claim: got %v, want inbox.ErrLeaseLost", err)
-	}
-	if r, _ := s.Row(ctx, taken); r.State != outbox.Delivering || r.LeaseOwner != "other" {
-		t.Errorf("the claimed row: %+v", r)
-	}
-}
-
 // TestDeathWithoutItsBody: an event whose body is gone (which the rules
 // prevent) can still be made dead: it must be able to finish.
 func TestDeathWithoutItsBody(t *testing.T) {
@@ -646,30 +610,4 @@ func TestBodyNeverRewritten(t *testing.T) {
 		t.Errorf("headers after the second delivery: %v, want the first's", got.Headers)
 	}
 	checkBodyKept(t, db, table, first.Key, t0.Add(time.Minute))
-}
-
-// TestUnclaimedRecordRefusedOnAResentRow: a committing pass's unclaimed
-// record does not land on a row an operator resent meanwhile.
-func TestUnclaimedRecordRefusedOnAResentRow(t *testing.T) {
-	s := mustStore(t)
-	ctx := context.Background()
-	at := t0.Add(time.Second)
-	plan := effects.Plan{Outbound: []effects.Outbound{{Key: "r/resent", Target: "dedupes", Body: []byte(`{}`)}}}
-	ev, err := commitPlan(t, s, "evt_resent_row", plan)
-	if err != nil {
-		t.Fatal(err)
-	}
-	row := effects.ScopedKey(ev.PartScope(), "r/resent")
-	if _, err := s.ClaimRow(ctx, row, "d", at, at.Add(time.Minute)); err != nil {
-		t.Fatal(err)
-	}
-	if err := s.FinishRow(ctx, row, "d", outbox.Result{State: outbox.Rejected, Cause: "no"}, at); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := s.ResendRow(ctx, row, at); err != nil {
-		t.Fatal(err)
-	}
-	if err := s.FinishRow(ctx, row, "", outbox.Result{State: outbox.Delivered, DeliveredTo: "x"}, at); !errors.Is(err, inbox.ErrLeaseLost) {
-		t.Errorf("unclaimed record on a resent row: got %v, want inbox.ErrLeaseLost", err)
-	}
 }

@@ -144,11 +144,7 @@ func (s *Store) ClaimRow(ctx context.Context, key, owner string, now, leaseUntil
 
 // FinishRow records the outcome of owner's delivery attempt, only while
 // owner holds the row's lease (else inbox.ErrLeaseLost: another worker
-// took the row over and its outcome stands). Owner "" records an attempt
-// made without a claim (a committing pass's, to a target that dedupes on
-// the row's key: outbox.Pass): only on the row as its commit wrote it
-// (pending, no attempt, no lease), counting the attempt; a claim before
-// it wins, and this outcome is refused. A failed row is due again at
+// took the row over and its outcome stands). A failed row is due again at
 // res.RetryAt; a delivered one drops its body (nothing is kept that is
 // not needed); one for review (rejected, unknown, dead) enters the
 // index's ReviewShard.
@@ -162,14 +158,6 @@ func (s *Store) FinishRow(ctx context.Context, key, owner string, res outbox.Res
 	set := "SET #status = :state, updated_at = :now"
 	remove := " REMOVE lease_owner, lease_until"
 	cond := "#status = :delivering AND lease_owner = :owner"
-	if owner == "" {
-		delete(values, ":owner")
-		delete(values, ":delivering")
-		values[":pending"], values[":zero"], values[":one"] = str(string(outbox.Pending)), num(0), num(1)
-		// Not one an operator resent meanwhile (attempts back to 0).
-		cond = "#status = :pending AND attempts = :zero AND attribute_not_exists(lease_owner) AND attribute_not_exists(resent)"
-		set += ", attempts = :one"
-	}
 	if res.Cause != "" {
 		cause := res.Cause
 		if len(cause) > maxCause {

@@ -125,7 +125,7 @@ func deliverGathered(t *testing.T, d *outbox.Deliverer, bus *fakeBus, keys map[i
 	errs := make(chan error, len(evs))
 	for _, ev := range evs {
 		wg.Go(func() {
-			_, err := d.Deliver(context.Background(), context.Background(), ev.Key, outbox.Pass{}, keys[ev.Key], "owner-"+ev.Key.EventID)
+			_, err := d.Deliver(context.Background(), context.Background(), ev.Key, 0, keys[ev.Key], "owner-"+ev.Key.EventID)
 			errs <- err
 		})
 	}
@@ -176,7 +176,7 @@ func TestForwardBusesApart(t *testing.T) {
 		answerEach(acceptAll)(w, entries)
 	}}
 	store, d, keys := fanOut(t, bus.serve(t).URL, 300*time.Millisecond, threeBuses, forwarded)
-	st, err := d.Deliver(context.Background(), context.Background(), evKey, outbox.Pass{}, keys[evKey], owner)
+	st, err := d.Deliver(context.Background(), context.Background(), evKey, 0, keys[evKey], owner)
 	if err != nil || st.Settled || st.Sent != 3 {
 		t.Fatalf("settlement %+v, %v: want three rows sent, one not final", st, err)
 	}

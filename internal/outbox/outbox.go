@@ -44,37 +44,6 @@ type Store interface {
 	SettleOutbox(ctx context.Context, k inbox.Key, gen int, settled bool, due, now time.Time) error
 }
 
-// Pass is how a delivery pass finds its event's outbox.
-type Pass struct {
-	// Gen is the event's outbox generation as the caller read it
-	// (inbox.Event.OutboxGen), read before this pass claims any row: the
-	// outbox is settled only if no row was resent since.
-	Gen int
-	// Committed says the caller's attempt committed the rows just now,
-	// and Rows are the rows as that commit wrote them (pending, no
-	// attempt): a row whose target dedupes on its key
-	// (RetryUnknown) is then delivered without a claim, its outcome
-	// recorded only if nobody claimed it meanwhile (inboxstore's FinishRow
-	// with no owner). A second delivery of it is harmless by the target's
-	// own account, and an attempt that stops before its record is counted
-	// by the next pass's claim.
-	Committed bool
-	Rows      []Row
-}
-
-// committed is the row with key that pass's commit wrote, if it lists it.
-func (pass Pass) committed(key string) (Row, bool) {
-	if !pass.Committed {
-		return Row{}, false
-	}
-	for _, r := range pass.Rows {
-		if r.Key == key {
-			return r, true
-		}
-	}
-	return Row{}, false
-}
-
 // Target is a configured receiver of outbound rows: an HTTP receiver, or
 // for forwarding rows (effects.ActionEventBridge) an EventBridge route
 // (forward.TargetOf names it; the bus is in the row).
@@ -230,10 +199,11 @@ type Settlement struct {
 // its whole timeout before work's deadline); outcomes are recorded under
 // book, which outlives work. It records on the event whether its outbox
 // settled, and returns the first error of the store it met; a row's
-// failure is not an error, only a row that is not final. pass says how it
-// finds the outbox.
-func (d *Deliverer) Deliver(work, book context.Context, ev inbox.Key, pass Pass, rows []string, owner string) (Settlement, error) {
-	gen := pass.Gen
+// failure is not an error, only a row that is not final. gen is the
+// event's outbox generation as the caller read it (inbox.Event.OutboxGen),
+// read before this pass claims any row: the outbox is settled only if no
+// row was resent since.
+func (d *Deliverer) Deliver(work, book context.Context, ev inbox.Key, gen int, rows []string, owner string) (Settlement, error) {
 	st := Settlement{Settled: true, States: make(map[State]int, len(rows))}
 	var errs []error
 	var mu sync.Mutex
@@ -254,7 +224,7 @@ func (d *Deliverer) Deliver(work, book context.Context, ev inbox.Key, pass Pass,
 		wg.Go(func() {
 			defer func() { <-sem }()
 			defer tickets[i].drop()
-			state, due, sent, err := d.one(work, book, ev, i, key, owner, tickets[i], pass)
+			state, due, sent, err := d.one(work, book, ev, i, key, owner, tickets[i])
 			mu.Lock()
 			defer mu.Unlock()
 			st.States[state]++
@@ -304,7 +274,7 @@ func undecided(err error) bool {
 //
 // tk is the row's ticket with the batcher: used up by its put, if it is a
 // forwarding row put now; its caller drops it otherwise.
-func (d *Deliverer) one(work, book context.Context, ev inbox.Key, i int, key, owner string, tk *ticket, pass Pass) (state State, due time.Time, sent bool, err error) {
+func (d *Deliverer) one(work, book context.Context, ev inbox.Key, i int, key, owner string, tk *ticket) (state State, due time.Time, sent bool, err error) {
 	now := d.cfg.Now()
 	// The row's target is not known before the claim: the longest timeout
 	// any target has decides whether there is time to start.
@@ -313,11 +283,6 @@ func (d *Deliverer) one(work, book context.Context, ev inbox.Key, i int, key, ow
 		return Pending, now, false, nil
 	}
 	leaseEnd := now.Add(d.rowLease())
-	if r, ok := pass.committed(key); ok && d.cfg.Targets[r.Target].RetryUnknown {
-		// Just committed, to a target that dedupes on the key: no claim.
-		r.State, r.Attempts = Pending, 0
-		return d.attempt(work, book, ev, i, key, "", tk, r, leaseEnd)
-	}
 	prev, err := d.cfg.Store.ClaimRow(work, key, owner, now, leaseEnd)
 	if err != nil && undecided(err) && work.Err() == nil {
 		// The claim's answer was lost: it may have landed. Claiming again
@@ -346,7 +311,7 @@ func (d *Deliverer) one(work, book context.Context, ev inbox.Key, i int, key, ow
 }
 
 // attempt makes a delivery attempt at the row prev, claimed by owner until
-// leaseEnd ("": unclaimed, see Pass), and records its outcome.
+// leaseEnd, and records its outcome.
 func (d *Deliverer) attempt(work, book context.Context, ev inbox.Key, i int, key, owner string, tk *ticket, prev Row, leaseEnd time.Time) (state State, due time.Time, sent bool, err error) {
 	if prev.Action != effects.ActionEventBridge {
 		// Not coming to the batcher: it need not wait for this row.

@@ -10,7 +10,6 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
-	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -82,13 +81,6 @@ func (m *memStore) FinishRow(_ context.Context, key, owner string, res outbox.Re
 	switch {
 	case r == nil:
 		return inbox.ErrLeaseLost
-	case owner == "":
-		// Unclaimed (a committing pass's, to a target that dedupes): only
-		// the row as committed.
-		if r.State != outbox.Pending || r.Attempts != 0 || r.LeaseOwner != "" {
-			return inbox.ErrLeaseLost
-		}
-		r.Attempts = 1
 	case r.State != outbox.Delivering || r.LeaseOwner != owner:
 		return inbox.ErrLeaseLost
 	}
@@ -168,7 +160,7 @@ func newDeliverer(tb testing.TB, store outbox.Store, targets map[string]outbox.T
 
 func deliver(tb testing.TB, d *outbox.Deliverer, keys ...string) outbox.Settlement {
 	tb.Helper()
-	st, err := d.Deliver(context.Background(), context.Background(), evKey, outbox.Pass{}, keys, owner)
+	st, err := d.Deliver(context.Background(), context.Background(), evKey, 0, keys, owner)
 	if err != nil {
 		tb.Fatalf("deliver: %v", err)
 	}
@@ -440,7 +432,7 @@ func TestDeliverWaits(t *testing.T) {
 
 	work, cancel := context.WithDeadline(context.Background(), time.Now().Add(2*time.Second))
 	defer cancel()
-	st, err := d.Deliver(work, context.Background(), evKey, outbox.Pass{}, []string{"fresh"}, owner)
+	st, err := d.Deliver(work, context.Background(), evKey, 0, []string{"fresh"}, owner)
 	if err != nil || st.Settled || store.row("fresh").State != outbox.Pending || rc.count() != 0 {
 		t.Errorf("no time for a call: got %+v, %v, row %s, %d calls; want the row left pending", st, err, store.row("fresh").State, rc.count())
 	}
@@ -459,12 +451,12 @@ func TestDeliverWaits(t *testing.T) {
 func TestDeliverStoreErrors(t *testing.T) {
 	store := &failingStore{memStore: newMemStore(row("r1", "receipt")), claimErr: inbox.ErrUnavailable}
 	d := newDeliverer(t, store, map[string]outbox.Target{"receipt": {}}, nil)
-	st, err := d.Deliver(context.Background(), context.Background(), evKey, outbox.Pass{}, []string{"r1", "missing"}, owner)
+	st, err := d.Deliver(context.Background(), context.Background(), evKey, 0, []string{"r1", "missing"}, owner)
 	if !errors.Is(err, inbox.ErrUnavailable) || st.Settled {
 		t.Errorf("got %+v, %v; want unsettled with the store's error", st, err)
 	}
 	store.claimErr = nil
-	st, err = d.Deliver(context.Background(), context.Background(), evKey, outbox.Pass{}, []string{"r1", "missing"}, owner)
+	st, err = d.Deliver(context.Background(), context.Background(), evKey, 0, []string{"r1", "missing"}, owner)
 	if err != nil || !st.Settled {
 		t.Errorf("got %+v, %v; want settled (the missing row cannot be waited for)", st, err)
 	}
@@ -487,7 +479,7 @@ func (f *failingStore) SettleOutbox(ctx context.Context, k inbox.Key, gen int, s
 func TestDeliverSettleFails(t *testing.T) {
 	store := &failingStore{memStore: newMemStore(row("r1", "receipt")), settleErr: inbox.ErrUnavailable}
 	d := newDeliverer(t, store, map[string]outbox.Target{"receipt": {}}, nil)
-	st, err := d.Deliver(context.Background(), context.Background(), evKey, outbox.Pass{}, []string{"r1"}, owner)
+	st, err := d.Deliver(context.Background(), context.Background(), evKey, 0, []string{"r1"}, owner)
 	if !errors.Is(err, inbox.ErrUnavailable) || st.Settled || st.Due.IsZero() {
 		t.Errorf("got %+v, %v; want unsettled, due, with the store's error", st, err)
 	}
@@ -652,56 +644,4 @@ func TestNotSentIsRecorded(t *testing.T) {
 			t.Errorf("row: %s, want failed (no target: nothing sent), recorded on the second try", got.State)
 		}
 	})
-}
-
-// orderedStore is a memStore that records the order of its calls.
-type orderedStore struct {
-	*memStore
-	calls []string
-}
-
-func (o *orderedStore) ClaimRow(ctx context.Context, key, owner string, now, until time.Time) (outbox.Row, error) {
-	o.mu.Lock()
-	o.calls = append(o.calls, "claim")
-	o.mu.Unlock()
-	return o.memStore.ClaimRow(ctx, key, owner, now, until)
-}
-
-// TestCommittedRowsWithoutClaim: a committing pass delivers a row whose
-// target dedupes on its key without claiming it, recording the outcome
-// on the row as committed; a row to a target that does not is claimed;
-// a row someone claimed meanwhile keeps that claim's outcome.
-func TestCommittedRowsWithoutClaim(t *testing.T) {
-	rc := &receiver{}
-	srv := rc.serve(t, status(200))
-	targets := map[string]outbox.Target{
-		"dedupes": {URL: srv.URL, Timeout: 5 * time.Second, RetryUnknown: true},
-		"receipt": {URL: srv.URL, Timeout: 5 * time.Second},
-	}
-	committed := []outbox.Row{row("a", "dedupes"), row("b", "receipt")}
-	store := &orderedStore{memStore: newMemStore(row("a", "dedupes"), row("b", "receipt"))}
-	d := newDeliverer(t, store, targets, nil)
-	st, err := d.Deliver(context.Background(), context.Background(), evKey, outbox.Pass{Committed: true, Rows: committed}, []string{"a", "b"}, owner)
-	if err != nil || !st.Settled || rc.count() != 2 {
-		t.Fatalf("got %+v, %v, %d calls", st, err, rc.count())
-	}
-	if !slices.Equal(store.calls, []string{"claim"}) {
-		t.Errorf("store calls %v: want one claim, the non-deduping target's row's", store.calls)
-	}
-	if a := store.row("a"); a.State != outbox.Delivered || a.Attempts != 1 {
-		t.Errorf("row a: %s after %d attempts, want delivered after 1", a.State, a.Attempts)
-	}
-
-	// Claimed by another pass meanwhile: its outcome stands.
-	taken := row("c", "dedupes")
-	taken.State, taken.LeaseOwner, taken.Attempts = outbox.Delivering, "other", 1
-	store = &orderedStore{memStore: newMemStore(taken)}
-	d = newDeliverer(t, store, targets, nil)
-	st, err = d.Deliver(context.Background(), context.Background(), evKey, outbox.Pass{Committed: true, Rows: []outbox.Row{row("c", "dedupes")}}, []string{"c"}, owner)
-	if st.Settled || !errors.Is(err, inbox.ErrLeaseLost) {
-		t.Errorf("a row claimed meanwhile: got %+v, %v; want not settled, its record refused", st, err)
-	}
-	if c := store.row("c"); c.State != outbox.Delivering || c.LeaseOwner != "other" {
-		t.Errorf("row c: %s held by %q, want the other claim's", c.State, c.LeaseOwner)
-	}
 }

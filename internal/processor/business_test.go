@@ -283,7 +283,7 @@ func TestOneMessageTwoWorkersOneReceipt(t *testing.T) {
 // delivers anything or acknowledges the message.
 type stoppedOutbox struct{}
 
-func (stoppedOutbox) Deliver(context.Context, context.Context, inbox.Key, outbox.Pass, []string, string) (outbox.Settlement, error) {
+func (stoppedOutbox) Deliver(context.Context, context.Context, inbox.Key, int, []string, string) (outbox.Settlement, error) {
 	return outbox.Settlement{}, nil
 }
 

@@ -11,7 +11,6 @@ import (
 
 	"github.com/webhook-inbox/webhook-inbox/internal/effects"
 	"github.com/webhook-inbox/webhook-inbox/internal/inbox"
-	"github.com/webhook-inbox/webhook-inbox/internal/outbox"
 )
 
 // The failure rules: a record's receives, its backoff, a failed attempt,
@@ -169,7 +168,7 @@ func (p *Processor) notOurs(work, book context.Context, j *job, ev inbox.Event, 
 		// may have landed (see cutOff).
 		j.deadTried.Store(false)
 		if ev.OutboxPending {
-			return p.deliver(work, book, j, res.key, outbox.Pass{Gen: ev.OutboxGen}, ev.OutboxRows, res), true
+			return p.deliver(work, book, j, res.key, ev.OutboxGen, ev.OutboxRows, res), true
 		}
 	case errors.Is(err, inbox.ErrDead):
 		res.outcome = logAlreadyDead

@@ -65,7 +65,7 @@ type Store interface {
 // Outbox delivers the outbox rows an event's commit wrote; see
 // outbox.Deliverer.
 type Outbox interface {
-	Deliver(work, book context.Context, ev inbox.Key, pass outbox.Pass, rows []string, owner string) (outbox.Settlement, error)
+	Deliver(work, book context.Context, ev inbox.Key, gen int, rows []string, owner string) (outbox.Settlement, error)
 }
 
 // targetLister is an Outbox that says which targets it can deliver to

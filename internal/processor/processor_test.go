@@ -180,15 +180,15 @@ type harness struct {
 type fakeOutbox struct {
 	deliver func(k inbox.Key, rows []string) (outbox.Settlement, error)
 
-	mu     sync.Mutex
-	calls  [][]string
-	passes []outbox.Pass
+	mu    sync.Mutex
+	calls [][]string
+	gens  []int
 }
 
-func (f *fakeOutbox) Deliver(_, _ context.Context, k inbox.Key, pass outbox.Pass, rows []string, _ string) (outbox.Settlement, error) {
+func (f *fakeOutbox) Deliver(_, _ context.Context, k inbox.Key, gen int, rows []string, _ string) (outbox.Settlement, error) {
 	f.mu.Lock()
 	f.calls = append(f.calls, rows)
-	f.passes = append(f.passes, pass)
+	f.gens = append(f.gens, gen)
 	f.mu.Unlock()
 	if f.deliver == nil {
 		return outbox.Settlement{Settled: true}, nil

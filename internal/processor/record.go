@@ -11,7 +11,6 @@ import (
 	"github.com/webhook-inbox/webhook-inbox/internal/effects"
 	"github.com/webhook-inbox/webhook-inbox/internal/forward"
 	"github.com/webhook-inbox/webhook-inbox/internal/inbox"
-	"github.com/webhook-inbox/webhook-inbox/internal/outbox"
 )
 
 // One record's life: the handler's plan (checked against the configured
@@ -130,16 +129,10 @@ func (p *Processor) committed(work, book context.Context, j *job, ev inbox.Event
 	}
 	// The rows as the store keeps them: in the event's scope.
 	rows := make([]string, len(plan.Outbound))
-	written := make([]outbox.Row, len(plan.Outbound))
 	for i, o := range plan.Outbound {
 		rows[i] = effects.ScopedKey(ev.PartScope(), o.Key)
-		action := o.Action
-		if action == "" {
-			action = effects.ActionHTTP
-		}
-		written[i] = outbox.Row{Key: rows[i], Action: action, Target: o.Target, Body: o.Body, Event: ev.Key, State: outbox.Pending}
 	}
-	return p.deliver(work, book, j, ev.Key, outbox.Pass{Gen: ev.OutboxGen, Committed: true, Rows: written}, rows, res)
+	return p.deliver(work, book, j, ev.Key, ev.OutboxGen, rows, res)
 }
 
 // checkTargets refuses a plan whose outbound call names a target the
@@ -258,8 +251,8 @@ func (p *Processor) commit(plan effects.Plan, outcome inbox.Outcome, complete fu
 // receive the record is acknowledged, and the event, still in the sweep's
 // index, is brought back by the sweep. It never makes anything dead: the
 // event is processed.
-func (p *Processor) deliver(work, book context.Context, j *job, k inbox.Key, pass outbox.Pass, rows []string, res recordResult) recordResult {
-	st, err := p.cfg.Outbox.Deliver(work, book, k, pass, rows, j.owner)
+func (p *Processor) deliver(work, book context.Context, j *job, k inbox.Key, gen int, rows []string, res recordResult) recordResult {
+	st, err := p.cfg.Outbox.Deliver(work, book, k, gen, rows, j.owner)
 	if err != nil {
 		res.err = fmt.Errorf("outbox: %w", err)
 	}
