@@ -399,7 +399,7 @@ func measureFloor(ctx context.Context, db *dynamodb.Client, table, source string
 	if _, err := db.DeleteItem(ctx, &dynamodb.DeleteItemInput{TableName: &table, Key: map[string]ddbtypes.AttributeValue{"pk": &ddbtypes.AttributeValueMemberS{Value: "event#" + ev.Key.String()}}}); err != nil {
 		return floorUnits{}, fmt.Errorf("floor: %w", err)
 	}
-	return floorUnits{whole: c.units, status: math.Ceil(float64(itemSize(latest)) / 1024)}, nil
+	return floorUnits{whole: c.units, status: math.Ceil(float64(emulators.ItemSize(latest)) / 1024)}, nil
 }
 
 // capacityOf is a table client that asks for, and keeps, the capacity its
@@ -416,40 +416,6 @@ func (c *capacityOf) PutItem(ctx context.Context, in *dynamodb.PutItemInput, opt
 		c.units = aws.ToFloat64(out.ConsumedCapacity.CapacityUnits)
 	}
 	return out, err
-}
-
-// itemSize is an item's size as DynamoDB bills it: each attribute's name
-// and value (a number: its significant digits halved, plus one).
-func itemSize(av map[string]ddbtypes.AttributeValue) int {
-	n := 0
-	for name, v := range av {
-		n += len(name) + valueSize(v)
-	}
-	return n
-}
-
-func valueSize(v ddbtypes.AttributeValue) int {
-	switch v := v.(type) {
-	case *ddbtypes.AttributeValueMemberS:
-		return len(v.Value)
-	case *ddbtypes.AttributeValueMemberB:
-		return len(v.Value)
-	case *ddbtypes.AttributeValueMemberN:
-		return (len(strings.TrimLeft(v.Value, "-0"))+1)/2 + 1
-	case *ddbtypes.AttributeValueMemberL:
-		n := 3
-		for _, e := range v.Value {
-			n += 1 + valueSize(e)
-		}
-		return n
-	case *ddbtypes.AttributeValueMemberM:
-		n := 3
-		for k, e := range v.Value {
-			n += 1 + len(k) + valueSize(e)
-		}
-		return n
-	}
-	return 1
 }
 
 // The corpus payloads the paths send (run reads them).

@@ -119,14 +119,24 @@ func (s *Store) Peek(ctx context.Context, k inbox.Key, now time.Time) (inbox.Eve
 // CompleteFirst commits an unclaimed first attempt as
 // inboxstore.Store.CompleteFirst does, its expiry counted as Complete's.
 func (s *Store) CompleteFirst(ctx context.Context, ev inbox.Event, plan effects.Plan, outcome inbox.Outcome, now time.Time) error {
-	expiresFrom := now
-	if ev.PayloadRef != nil {
-		var err error
-		if expiresFrom, err = s.fresh(ctx, ev.Key, *ev.PayloadRef, now); err != nil {
-			return fmt.Errorf("complete %s: %w", ev.Key, err)
-		}
+	expiresFrom, err := s.expiresFrom(ctx, ev, now)
+	if err != nil {
+		return err
 	}
 	return s.Store.CompleteFirstExpiring(ctx, ev, plan, outcome, now, expiresFrom)
+}
+
+// expiresFrom is when a commit of ev at now counts the event's expiry
+// from: now, or its object's last write (see fresh).
+func (s *Store) expiresFrom(ctx context.Context, ev inbox.Event, now time.Time) (time.Time, error) {
+	if ev.PayloadRef == nil {
+		return now, nil
+	}
+	from, err := s.fresh(ctx, ev.Key, *ev.PayloadRef, now)
+	if err != nil {
+		return now, fmt.Errorf("complete %s: %w", ev.Key, err)
+	}
+	return from, nil
 }
 
 // Complete commits as inboxstore.Store.Complete does, after making sure
@@ -135,12 +145,9 @@ func (s *Store) CompleteFirst(ctx context.Context, ev inbox.Event, plan effects.
 // commit records (processed_at, the parts', the outbox's due time) are
 // now, or a late commit would look overdue to the sweep at once.
 func (s *Store) Complete(ctx context.Context, ev inbox.Event, owner string, plan effects.Plan, outcome inbox.Outcome, now time.Time) error {
-	expiresFrom := now
-	if ev.PayloadRef != nil {
-		var err error
-		if expiresFrom, err = s.fresh(ctx, ev.Key, *ev.PayloadRef, now); err != nil {
-			return fmt.Errorf("complete %s: %w", ev.Key, err)
-		}
+	expiresFrom, err := s.expiresFrom(ctx, ev, now)
+	if err != nil {
+		return err
 	}
 	return s.Store.CompleteExpiring(ctx, ev, owner, plan, outcome, now, expiresFrom)
 }

@@ -103,14 +103,13 @@ var bodyAttrs = []string{
 	"request_id", "scope",
 }
 
-// splitItems is the body and status items of a new event e (z: the
-// payload's gzip, if made already), the body kept until bodyUntil.
-func splitItems(e inbox.Event, z []byte, bodyUntil time.Time) (body, status map[string]types.AttributeValue, err error) {
+// splitItems is the body (named id) and status items of a new event e
+// (z: the payload's gzip, if made already), the body kept until bodyUntil.
+func splitItems(e inbox.Event, id string, z []byte, bodyUntil time.Time) (body, status map[string]types.AttributeValue, err error) {
 	whole, err := attributevalue.MarshalMap(toItem(e, z))
 	if err != nil {
 		return nil, nil, err
 	}
-	id := bodyID(e)
 	body = map[string]types.AttributeValue{
 		"pk":         str(bodyPK(id)),
 		"expires_at": num(bodyUntil.Unix()),

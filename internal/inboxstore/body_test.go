@@ -17,6 +17,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/webhook-inbox/webhook-inbox/internal/effects"
+	"github.com/webhook-inbox/webhook-inbox/internal/emulators"
 	"github.com/webhook-inbox/webhook-inbox/internal/inbox"
 	"github.com/webhook-inbox/webhook-inbox/internal/inboxstore"
 	"github.com/webhook-inbox/webhook-inbox/internal/outbox"
@@ -54,40 +55,6 @@ func pkOf(key map[string]types.AttributeValue) string {
 		return ""
 	}
 	return v.Value
-}
-
-// itemSize is an item's size as DynamoDB bills it: each attribute's name
-// and value, in bytes (a number: its significant digits halved, plus one).
-func itemSize(av map[string]types.AttributeValue) int {
-	n := 0
-	for name, v := range av {
-		n += len(name) + valueSize(v)
-	}
-	return n
-}
-
-func valueSize(v types.AttributeValue) int {
-	switch v := v.(type) {
-	case *types.AttributeValueMemberS:
-		return len(v.Value)
-	case *types.AttributeValueMemberB:
-		return len(v.Value)
-	case *types.AttributeValueMemberN:
-		return (len(strings.TrimLeft(v.Value, "-0"))+1)/2 + 1
-	case *types.AttributeValueMemberL:
-		n := 3
-		for _, e := range v.Value {
-			n += 1 + valueSize(e)
-		}
-		return n
-	case *types.AttributeValueMemberM:
-		n := 3
-		for k, e := range v.Value {
-			n += 1 + len(k) + valueSize(e)
-		}
-		return n
-	}
-	return 1
 }
 
 func epoch(tb testing.TB, av map[string]types.AttributeValue, name string) (time.Time, bool) {
@@ -148,8 +115,8 @@ func TestStatusItemIsSmall(t *testing.T) {
 	size := func(step string) {
 		t.Helper()
 		st := rawItem(t, db, table, "event#"+e.Key.String())
-		n := itemSize(st)
-		t.Logf("%-10s status %4d bytes, body %5d bytes", step, n, itemSize(rawBody(t, db, table, e.Key)))
+		n := emulators.ItemSize(st)
+		t.Logf("%-10s status %4d bytes, body %5d bytes", step, n, emulators.ItemSize(rawBody(t, db, table, e.Key)))
 		if n > 1024 {
 			t.Errorf("%s: the status item is %d bytes, over one write unit", step, n)
 		}

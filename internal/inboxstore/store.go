@@ -395,7 +395,8 @@ func (s *Store) insert(ctx context.Context, e inbox.Event, z []byte, now time.Ti
 		return stored, fmt.Errorf("insert %s: %w", e.Key, inbox.ErrDuplicate)
 	}
 	bodyUntil := now.Add(s.retention + BodyGrace)
-	body, status, err := splitItems(e, z, bodyUntil)
+	id := bodyID(e)
+	body, status, err := splitItems(e, id, z, bodyUntil)
 	if err != nil {
 		return inbox.Event{}, fmt.Errorf("insert %s: %w", e.Key, err)
 	}
@@ -413,7 +414,7 @@ func (s *Store) insert(ctx context.Context, e inbox.Event, z []byte, now time.Ti
 	var ccf *types.ConditionalCheckFailedException
 	switch {
 	case errors.As(err, &ccf):
-		old := inbox.Event{Key: e.Key, Body: bodyID(e)}
+		old := inbox.Event{Key: e.Key, Body: id}
 		if n, ok := ccf.Item["expires_at"].(*types.AttributeValueMemberN); ok {
 			if secs, perr := strconv.ParseInt(n.Value, 10, 64); perr == nil {
 				old.BodyUntil = time.Unix(secs, 0)
@@ -446,7 +447,7 @@ func (s *Store) insert(ctx context.Context, e inbox.Event, z []byte, now time.Ti
 	case err != nil:
 		return inbox.Event{}, awserr.Wrap("insert "+e.Key.String(), err)
 	}
-	e.Body, e.BodyUntil = bodyID(e), time.Unix(bodyUntil.Unix(), 0)
+	e.Body, e.BodyUntil = id, time.Unix(bodyUntil.Unix(), 0)
 	e.ReceivedAt = e.ReceivedAt.Truncate(time.Millisecond) // as stored
 	return e, nil
 }
@@ -535,19 +536,9 @@ func (s *Store) ClaimNonce(ctx context.Context, id, binding string, until, now t
 // Get returns the stored event, or inbox.ErrNotFound (also for an item
 // whose TTL has passed).
 func (s *Store) Get(ctx context.Context, k inbox.Key, now time.Time) (inbox.Event, error) {
-	av, err := s.getItem(ctx, pk(k), "get "+k.String())
-	if err != nil {
-		return inbox.Event{}, err
-	}
-	e, err := decode(av)
-	if err != nil {
-		return inbox.Event{}, err
-	}
-	if expired(e, now) {
-		return inbox.Event{}, fmt.Errorf("get %s: expired: %w", k, inbox.ErrNotFound)
-	}
-	if e.Body == "" {
-		return e, nil
+	e, av, err := s.statusItem(ctx, k, now)
+	if err != nil || e.Body == "" {
+		return e, err
 	}
 	whole, err := s.withBody(ctx, k, av)
 	if err != nil {
@@ -600,18 +591,25 @@ func (s *Store) ReadEvent(ctx context.Context, k inbox.Key, now time.Time) (inbo
 // does not fail), or inbox.ErrNotFound (also for one whose TTL has
 // passed).
 func (s *Store) Status(ctx context.Context, k inbox.Key, now time.Time) (inbox.Event, error) {
+	e, _, err := s.statusItem(ctx, k, now)
+	return e, err
+}
+
+// statusItem reads k's status item consistently: the event it holds, and
+// the item itself, for its body to be read after it.
+func (s *Store) statusItem(ctx context.Context, k inbox.Key, now time.Time) (inbox.Event, map[string]types.AttributeValue, error) {
 	av, err := s.getItem(ctx, pk(k), "get "+k.String())
 	if err != nil {
-		return inbox.Event{}, err
+		return inbox.Event{}, nil, err
 	}
 	e, err := decode(av)
 	if err != nil {
-		return inbox.Event{}, err
+		return inbox.Event{}, nil, err
 	}
 	if expired(e, now) {
-		return inbox.Event{}, fmt.Errorf("get %s: expired: %w", k, inbox.ErrNotFound)
+		return inbox.Event{}, nil, fmt.Errorf("get %s: expired: %w", k, inbox.ErrNotFound)
 	}
-	return e, nil
+	return e, av, nil
 }
 
 // getItem reads the item under pk, consistently; op names the read in its
