@@ -155,7 +155,7 @@ cost: local-aws dynoxide-if-any ## The AWS bill per million events of each examp
 
 .PHONY: bench-coldstart
 bench-coldstart: $(BIN)/aws-lambda-rie ## Each real bootstrap started under the Runtime Interface Emulator, start to first answer, beside a hello-world Go bootstrap in the same run (round robin); prints the ratios.
-	$(GO) test -run='^$$' -bench='^BenchmarkColdStart$$' -benchtime=$(BENCH_STARTS)x -count=$(BENCH_COUNT) ./infra/local/ \
+	set -o pipefail; $(GO) test -run='^$$' -bench='^BenchmarkColdStart$$' -benchtime=$(BENCH_STARTS)x -count=$(BENCH_COUNT) ./infra/local/ \
 	  | awk '/^BenchmarkColdStart/ { for (i = 3; i < NF; i += 2) { v[$$(i+1)] += $$i; n[$$(i+1)]++ } } \
 	    END { for (k in v) if (k != "ns/op") printf "%-18s %8.2f\n", k, v[k] / n[k] }' | sort
 BENCH_STARTS ?= 30

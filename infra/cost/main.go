@@ -221,10 +221,18 @@ func run(n int, out io.Writer) error {
 	if err != nil {
 		return err
 	}
+	// A receiver for the receipts, answering 200, as a deployment has one:
+	// the template's default target delivers to the log, which no
+	// deployment that sends receipts keeps.
+	receiver := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {}))
+	defer receiver.Close()
 	// The shipped examples' paths, and forwarding to EventBridge for one
 	// type they do not send (no Go handler takes it), so that the others
 	// are not forwarded.
-	stack, err := local.Setup(ctx, cfg, "template.yaml", sources, map[string]string{"FORWARD": `[{"source":"stripe","types":["invoice.voided"]}]`}, obs.NewLogger(m, slog.LevelInfo))
+	stack, err := local.Setup(ctx, cfg, "template.yaml", sources, map[string]string{
+		"FORWARD": `[{"source":"stripe","types":["invoice.voided"]}]`,
+		"TARGETS": fmt.Sprintf(`[{"name":"receipt","url":%q}]`, receiver.URL),
+	}, obs.NewLogger(m, slog.LevelInfo))
 	if err != nil {
 		return err
 	}
@@ -241,10 +249,6 @@ func run(n int, out io.Writer) error {
 		m.invoked(time.Since(start))
 		return r, err
 	}
-	// A receiver for the receipts, answering 200.
-	receiver := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {}))
-	defer receiver.Close()
-
 	stripe, err := signer(sources, "stripe")
 	if err != nil {
 		return err
