@@ -105,6 +105,8 @@ events: ## Write the sample events, the ingest event signed now (Stripe signatur
 GOTESTP ?= 4
 test: local-aws dynoxide-if-any $(BIN)/aws-lambda-rie ## Run every test: unit, against the emulators, end to end, and the bootstraps under the Runtime Interface Emulator.
 	$(GO) test -count=1 -race -p $(GOTESTP) -timeout 20m ./...
+	# The benchmarks behind the figures, once each, so that none stops running unseen.
+	DYNOXIDE=$(DYNOXIDE) $(GO) test -count=1 -run='^$$' -bench='^Benchmark(ColdStart|ExamplePaths|Batch)$$' -benchtime=1x ./infra/local/ ./internal/processor/
 
 .PHONY: test-short
 test-short: ## Unit tests only (nothing to install or start).
