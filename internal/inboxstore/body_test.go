@@ -578,3 +578,112 @@ func TestBodyNeverRewritten(t *testing.T) {
 	}
 	checkBodyKept(t, db, table, first.Key, t0.Add(time.Minute))
 }
+
+// TestSweepSendsAnEventWhoseBodyIsLost: an unfinished event whose body is
+// gone is rescheduled without an error, so that the sweep sends its copy
+// and the claim that copy brings finds the loss (and the event dies of
+// it); an error here stopped the sweep's run at the event, every run,
+// and the event waited for ever.
+func TestSweepSendsAnEventWhoseBodyIsLost(t *testing.T) {
+	db := dynamodb.NewFromConfig(mustDynamo(t).SafeConfig())
+	s, table := newStoreOn(t, db)
+	ctx := context.Background()
+	e := mustReceived(t, s, "evt_lost_waiting")
+	body := rawBody(t, db, table, e.Key)
+	if _, err := db.DeleteItem(ctx, &dynamodb.DeleteItemInput{TableName: &table, Key: map[string]types.AttributeValue{"pk": body["pk"]}}); err != nil {
+		t.Fatal(err)
+	}
+	late := t0.Add(inboxstore.BodyGrace + 2*retention)
+	ok, err := s.Reschedule(ctx, e.Key, e.DueAt, late, late.Add(time.Hour))
+	if err != nil || !ok {
+		t.Fatalf("reschedule: %t, %v; want rescheduled, no error", ok, err)
+	}
+	if _, err := s.Claim(ctx, e.Key, "w", late, late.Add(time.Minute)); !errors.Is(err, inboxstore.ErrBodyLost) {
+		t.Errorf("the copy's claim: got %v, want ErrBodyLost", err)
+	}
+}
+
+// TestPendingOutboxPassesKeepTheBody: a processed event whose receiver is
+// down gets its delivery passes from its message, each leaving the outbox
+// unsettled and the event due later (so the sweep's reschedule never
+// touches it); its body still lasts a retention past every pass.
+func TestPendingOutboxPassesKeepTheBody(t *testing.T) {
+	db := dynamodb.NewFromConfig(mustDynamo(t).SafeConfig())
+	s, table := newStoreOn(t, db)
+	ctx := context.Background()
+	e := mustReceived(t, s, "evt_pending_passes")
+	ev := mustClaim(t, s, e.Key, "w", t0, t0.Add(time.Minute))
+	plan := effects.Plan{Outbound: []effects.Outbound{{Key: "r/1", Target: "receipt", Body: []byte(`{}`)}}}
+	if err := s.Complete(ctx, ev, "w", plan, inbox.OutcomeApplied, t0.Add(time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	// Hourly passes for two days, at a retention of an hour.
+	for h := 1; h <= 48; h++ {
+		at := t0.Add(time.Duration(h) * time.Hour)
+		if err := s.SettleOutbox(ctx, e.Key, 0, false, at.Add(time.Hour), at); err != nil {
+			t.Fatal(err)
+		}
+		checkBodyKept(t, db, table, e.Key, at)
+	}
+	at := t0.Add(49 * time.Hour)
+	if err := s.SettleOutbox(ctx, e.Key, 0, true, time.Time{}, at); err != nil {
+		t.Fatal(err)
+	}
+	if got := mustGet(t, s, e.Key, at); got.OutboxPending || got.ExpiresAt.IsZero() {
+		t.Errorf("after the last pass: %+v, want settled, expiring", got)
+	}
+	checkBodyKept(t, db, table, e.Key, at)
+}
+
+// bodyGoneAPI deletes the body an insert's put was refused for before the
+// body's extension reaches it, as TTL does to one that expires between
+// the two writes.
+type bodyGoneAPI struct {
+	*dynamodb.Client
+	table string
+	gone  atomic.Int32
+}
+
+func (b *bodyGoneAPI) UpdateItem(ctx context.Context, in *dynamodb.UpdateItemInput, opts ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error) {
+	if strings.HasPrefix(pkOf(in.Key), "body#") && b.gone.Add(1) == 1 {
+		if _, err := b.Client.DeleteItem(ctx, &dynamodb.DeleteItemInput{TableName: &b.table, Key: in.Key}); err != nil {
+			return nil, err
+		}
+	}
+	return b.Client.UpdateItem(ctx, in, opts...)
+}
+
+// TestInsertWhenTheBodyGoes: a delivery whose body put is refused (a body
+// of the same name is stored, its status expired and gone) and whose body
+// then goes before the extension writes it anew and is stored; it is never
+// refused as invalid (a 4xx the provider would not retry).
+func TestInsertWhenTheBodyGoes(t *testing.T) {
+	db := dynamodb.NewFromConfig(mustDynamo(t).SafeConfig())
+	_, table := newStoreOn(t, db)
+	ctx := context.Background()
+	e := newEvent("evt_body_goes", []byte(`{"id":"evt_body_goes"}`))
+	first := inboxstore.New(db, table, retention)
+	if _, err := first.Insert(ctx, e, t0); err != nil {
+		t.Fatal(err)
+	}
+	// The status gone (expired), the body still there.
+	if _, err := db.DeleteItem(ctx, &dynamodb.DeleteItemInput{TableName: &table, Key: map[string]types.AttributeValue{"pk": &types.AttributeValueMemberS{Value: "event#" + e.Key.String()}}}); err != nil {
+		t.Fatal(err)
+	}
+	// Late enough that the stored body, not expired yet, must be extended
+	// to last as long as the new status.
+	at := t0.Add(inboxstore.BodyGrace + retention/2)
+	api := &bodyGoneAPI{Client: db, table: table}
+	s := inboxstore.New(api, table, retention)
+	got, err := s.Insert(ctx, e, at)
+	if err != nil {
+		t.Fatalf("insert: %v", err)
+	}
+	if api.gone.Load() == 0 {
+		t.Fatal("the body was never extended: the test did not take the path it is about")
+	}
+	if _, err := s.Claim(ctx, got.Key, "w", at.Add(time.Minute), at.Add(2*time.Minute)); err != nil {
+		t.Errorf("claim: %v", err)
+	}
+	checkBodyKept(t, db, table, e.Key, at.Add(time.Minute))
+}

@@ -514,29 +514,35 @@ func cancelled(k inbox.Key, plan effects.Plan, twinned []string, err error) erro
 // SettleOutbox records what the delivery of a processed event's outbox
 // left: settled, the event leaves the index and expires after the store's
 // retention; else it stays there, due at due, for the sweep to bring back
-// if its message does not. An event settled already (or not processed), or
-// whose outbox generation is no longer gen (an operator resent a row since
-// the caller read the event), is left as it is: the resend's delivery
-// settles it.
+// if its message does not. Either way its body is made to last a
+// retention past now first if it would not (a row still to deliver may
+// need the payload, and a pending outbox's passes come from its message,
+// which the sweep's reschedule never sees). An event settled already (or
+// not processed), or whose outbox generation is no longer gen (an
+// operator resent a row since the caller read the event), is left as it
+// is: the resend's delivery settles it.
 func (s *Store) SettleOutbox(ctx context.Context, k inbox.Key, gen int, settled bool, due, now time.Time) error {
+	// What the body must last: a retention past now, in whole seconds as
+	// expiries are kept, rounded up.
+	need := now.Add(s.retention + time.Second - 1).Truncate(time.Second)
 	values := map[string]types.AttributeValue{
 		":processed": str(string(inbox.StatusProcessed)),
 		":pending":   str(outboxPending),
 		":now":       str(ts(now)),
+		":need":      num(need.Unix()),
 	}
 	cond := "#status = :processed AND outbox = :pending AND attribute_not_exists(outbox_gen)"
 	if gen > 0 {
 		cond = "#status = :processed AND outbox = :pending AND outbox_gen = :gen"
 		values[":gen"] = num(int64(gen))
 	}
+	// Only while the body lasts as long (else it is extended first, below).
+	const bodyLasts = " AND (attribute_not_exists(body_id) OR body_expires >= :need)"
+	cond += bodyLasts
 	expr := "SET outbox = :settled, updated_at = :now, expires_at = :expires REMOVE sweep_shard, due_ms"
-	expires := now.Add(s.retention)
 	if settled {
 		values[":settled"] = str(outboxSettled)
-		values[":expires"] = num(expires.Unix())
-		// Finished: only while the body lasts as long (else it is
-		// extended first, below).
-		cond += " AND (attribute_not_exists(body_id) OR body_expires >= :expires)"
+		values[":expires"] = num(now.Add(s.retention).Unix())
 	} else {
 		// A delivery pass made: the sweep's copies count again from here.
 		expr = "SET due_ms = :due, updated_at = :now REMOVE swept"
@@ -558,23 +564,25 @@ func (s *Store) SettleOutbox(ctx context.Context, k inbox.Key, gen int, settled 
 			return nil
 		case !errors.As(err, &ccf):
 			return awserr.Wrap("settle outbox of "+k.String(), err)
-		case !settled || try > 0 || ccf.Item == nil:
+		case try > 0 || ccf.Item == nil:
 			return nil
 		}
 		// Refused: settled already, or not this generation's (left as it
-		// is), or its body would expire first: then extended, and the
-		// settling made again recording it.
+		// is), or its body would expire first: then extended (a body
+		// found lost does not hold the event back), and the write made
+		// again recording it.
 		old, derr := decode(ccf.Item)
-		if derr != nil || old.Body == "" || !old.BodyUntil.Before(expires) ||
+		if derr != nil || old.Body == "" || !old.BodyUntil.Before(need) ||
 			old.Status != inbox.StatusProcessed || !old.OutboxPending || old.OutboxGen != gen {
 			return nil
 		}
-		kept, err := s.keepBodyToFinish(ctx, old, expires)
+		kept, err := s.keepBodyToFinish(ctx, old, need)
 		if err != nil {
 			return fmt.Errorf("settle outbox of %s: %w", k, err)
 		}
 		expr = strings.Replace(expr, "SET ", "SET body_expires = :bx, ", 1)
 		values[":bx"] = bodyKept(kept)
-		cond = strings.Replace(cond, " AND (attribute_not_exists(body_id) OR body_expires >= :expires)", "", 1)
+		cond = strings.TrimSuffix(cond, bodyLasts)
+		delete(values, ":need")
 	}
 }

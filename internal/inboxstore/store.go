@@ -404,31 +404,46 @@ func (s *Store) insert(ctx context.Context, e inbox.Event, z []byte, now time.Ti
 	// stored already, and not expired, is kept as it is, headers and all
 	// (a body is never rewritten: a duplicate whose read above missed the
 	// event gets this far), only made to last as long as this one would.
-	_, err = s.api.PutItem(ctx, &dynamodb.PutItemInput{
-		TableName:                           &s.table,
-		Item:                                body,
-		ConditionExpression:                 aws.String("attribute_not_exists(pk) OR expires_at < :now"),
-		ExpressionAttributeValues:           map[string]types.AttributeValue{":now": num(now.Unix())},
-		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
-	})
 	var ccf *types.ConditionalCheckFailedException
-	switch {
-	case errors.As(err, &ccf):
-		old := inbox.Event{Key: e.Key, Body: id}
-		if n, ok := ccf.Item["expires_at"].(*types.AttributeValueMemberN); ok {
-			if secs, perr := strconv.ParseInt(n.Value, 10, 64); perr == nil {
-				old.BodyUntil = time.Unix(secs, 0)
+	for try := 0; ; try++ {
+		_, err = s.api.PutItem(ctx, &dynamodb.PutItemInput{
+			TableName:                           &s.table,
+			Item:                                body,
+			ConditionExpression:                 aws.String("attribute_not_exists(pk) OR expires_at < :now"),
+			ExpressionAttributeValues:           map[string]types.AttributeValue{":now": num(now.Unix())},
+			ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
+		})
+		if errors.As(err, &ccf) {
+			old := inbox.Event{Key: e.Key, Body: id}
+			if n, ok := ccf.Item["expires_at"].(*types.AttributeValueMemberN); ok {
+				if secs, perr := strconv.ParseInt(n.Value, 10, 64); perr == nil {
+					old.BodyUntil = time.Unix(secs, 0)
+				}
 			}
+			kept, kerr := s.keepBody(ctx, old, bodyUntil.Add(-BodyGrace))
+			if errors.Is(kerr, ErrBodyLost) && try == 0 {
+				// Gone between the two writes (its expiry came, and TTL
+				// took it): written anew, as if it had not been there.
+				continue
+			}
+			switch {
+			case errors.Is(kerr, ErrBodyLost):
+				// Not the request's fault (ErrBodyLost is ErrInvalid):
+				// ingest answers that it could not store the event, and
+				// the provider retries.
+				return inbox.Event{}, fmt.Errorf("insert %s: %w: the stored body went while it was written", e.Key, inbox.ErrUnavailable)
+			case kerr != nil:
+				return inbox.Event{}, fmt.Errorf("insert %s: %w", e.Key, kerr)
+			}
+			// The status records what the body has.
+			bodyUntil = kept.BodyUntil
+			status["body_expires"] = bodyKept(kept)
+			break
 		}
-		kept, err := s.keepBody(ctx, old, bodyUntil.Add(-BodyGrace))
 		if err != nil {
-			return inbox.Event{}, fmt.Errorf("insert %s: %w", e.Key, err)
+			return inbox.Event{}, awserr.Wrap("insert "+e.Key.String(), err)
 		}
-		// The status records what the body has.
-		bodyUntil = kept.BodyUntil
-		status["body_expires"] = bodyKept(kept)
-	case err != nil:
-		return inbox.Event{}, awserr.Wrap("insert "+e.Key.String(), err)
+		break
 	}
 	_, err = s.api.PutItem(ctx, &dynamodb.PutItemInput{
 		TableName:                           &s.table,
@@ -1000,7 +1015,9 @@ func pending(av map[string]types.AttributeValue) (Pending, error) {
 const QuickCopies = 3
 
 // Reschedule moves an unfinished event's due time from was, only if nothing
-// touched it since the sweep read it; it reports whether it did. It counts
+// touched it since the sweep read it; it reports whether it did, also when
+// it returns an error (the body's extension after it failed): the event
+// was rescheduled, and its copy should be sent all the same. It counts
 // the sweep's copies since the event's last claim (swept, which a claim
 // removes): the first QuickCopies are due again at quick, later ones at
 // spaced. The sweep reschedules before it re-enqueues, so two sweeps never
@@ -1058,14 +1075,20 @@ func (s *Store) Reschedule(ctx context.Context, k inbox.Key, was, quick, spaced 
 // keepWaiting makes sure the body of an event the sweep keeps waiting (its
 // status st as the reschedule left it) lasts a retention past now: an
 // event nobody claims for that long (its processor stopped) keeps its
-// payload while the sweep runs. Nearly always nothing is written.
+// payload while the sweep runs. Nearly always nothing is written. A body
+// found lost is not an error here: the sweep's copy must still go, so
+// that the claim it brings finds the loss and the event dies of it
+// rather than waiting for ever.
 func (s *Store) keepWaiting(ctx context.Context, st map[string]types.AttributeValue, now time.Time) error {
 	ev, err := decode(st)
 	if err != nil || ev.Body == "" || !ev.BodyUntil.Before(now.Add(s.retention)) {
 		return nil
 	}
 	kept, err := s.keepBody(ctx, ev, now.Add(s.retention))
-	if err != nil {
+	switch {
+	case errors.Is(err, ErrBodyLost):
+		return nil
+	case err != nil:
 		return fmt.Errorf("reschedule %s: %w", ev.Key, err)
 	}
 	_, err = s.api.UpdateItem(ctx, &dynamodb.UpdateItemInput{

@@ -388,3 +388,35 @@ func TestInvokeRefusesBadRequests(t *testing.T) {
 		}
 	}
 }
+
+// bodyNotKept is the store with every reschedule landing and the body's
+// extension after it failing, as in an outage between the two writes.
+type bodyNotKept struct{ *inboxstore.Store }
+
+func (b bodyNotKept) Reschedule(ctx context.Context, k inbox.Key, was, quick, spaced time.Time) (bool, error) {
+	ok, err := b.Store.Reschedule(ctx, k, was, quick, spaced)
+	if ok && err == nil {
+		err = fmt.Errorf("reschedule %s: extend the body: %w", k, inbox.ErrUnavailable)
+	}
+	return ok, err
+}
+
+// TestSweepSendsWhatItRescheduled: a reschedule that lands, with the
+// body's extension after it failing, still sends the event's copy (its
+// claim extends the body) before the run stops with the error; the event
+// is not left a whole reschedule with no copy on its way.
+func TestSweepSendsWhatItRescheduled(t *testing.T) {
+	st := mustStack(t)
+	ctx := context.Background()
+	stranded := mustEvent(t, st.store, "evt_stranded", inbox.StatusReceived, t0)
+	r := st.replayer(t0.Add(time.Hour))
+	r.Store = bodyNotKept{st.store}
+	no := false
+	sum, err := r.Handle(ctx, replay.Request{Action: replay.ActionSweep, DryRun: &no})
+	if err == nil && sum.Error == "" {
+		t.Errorf("sweep: got %+v, want the extension's error reported", sum)
+	}
+	if msgs := drainAll(t, st.main); fmt.Sprint(msgs) != "["+bodyOf(t, stranded)+"]" {
+		t.Errorf("main queue: got %q, want the rescheduled event's copy", msgs)
+	}
+}

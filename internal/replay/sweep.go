@@ -63,7 +63,20 @@ func (u *run) sweep() error {
 			continue
 		}
 		ok, err := u.r.Store.Reschedule(u.ctx, p.Key, p.DueAt, now, now.Add(resweep(now.Sub(p.ReceivedAt))))
+		if err != nil && !ok {
+			return err
+		}
 		if err != nil {
+			// Rescheduled, but its body not extended: the copy goes all
+			// the same (its claim extends the body), then the run stops
+			// with the error. Not sent, the event would wait a whole
+			// reschedule with no copy on its way.
+			if _, kerr := inbox.EncodeMessage(p.Key); kerr == nil {
+				if serr := u.send(p.Key); serr != nil {
+					return errors.Join(err, serr)
+				}
+				u.count(OutcomeRequeued, p.Key)
+			}
 			return err
 		}
 		if !ok {
