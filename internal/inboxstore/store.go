@@ -1078,7 +1078,9 @@ func (s *Store) Reschedule(ctx context.Context, k inbox.Key, was, quick, spaced 
 // payload while the sweep runs. Nearly always nothing is written. A body
 // found lost is not an error here: the sweep's copy must still go, so
 // that the claim it brings finds the loss and the event dies of it
-// rather than waiting for ever.
+// rather than waiting for ever (a processed event's pending outbox
+// settles instead: its rows' deliveries need no body, a forwarding row
+// whose payload is gone is rejected).
 func (s *Store) keepWaiting(ctx context.Context, st map[string]types.AttributeValue, now time.Time) error {
 	ev, err := decode(st)
 	if err != nil || ev.Body == "" || !ev.BodyUntil.Before(now.Add(s.retention)) {
