@@ -7,10 +7,9 @@ import (
 	"net/http/httptest"
 	"os/exec"
 	"path/filepath"
+	"sync/atomic"
 	"testing"
 	"time"
-
-	"github.com/webhook-inbox/webhook-inbox/internal/inboxstore"
 )
 
 // BenchmarkColdStart starts each real bootstrap under the Runtime Interface
@@ -20,26 +19,27 @@ import (
 // without an AWS call (an unknown source, an empty batch, a request
 // refused as bad), so what is timed is the process start, the cold start's
 // configuration and client construction, and the runtime's first
-// round-trip. One AWS call is made before the first event: the processor's
-// read of the table's layout (app.CommitStore), answered here on loopback
-// as DynamoDB would; anything else gets an error, as a call nothing
-// answers would.
+// round-trip: nothing may call AWS before the first event (the processor
+// reads the table's layout at its first commit, app.CommitStore). A
+// loopback endpoint counts any call, and the benchmark fails if one came.
 func BenchmarkColdStart(b *testing.B) {
 	rie := rieBinary(b)
 	defer func(p time.Duration) { startPoll = p }(startPoll)
 	startPoll = 200 * time.Microsecond
-	layout := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Header.Get("X-Amz-Target") != "DynamoDB_20120810.GetItem" {
-			http.Error(w, `{"__type":"com.amazon.coral.validate#ValidationException","message":"not served here"}`, http.StatusBadRequest)
-			return
-		}
-		w.Header().Set("Content-Type", "application/x-amz-json-1.0")
-		io.WriteString(w, `{"Item":{"pk":{"S":"`+inboxstore.LayoutPK+`"},"unscoped_facts":{"BOOL":false}}}`)
+	var calls atomic.Int32
+	endpoint := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		calls.Add(1)
+		http.Error(w, `{"__type":"com.amazon.coral.validate#ValidationException","message":"no call before the first event"}`, http.StatusBadRequest)
 	}))
-	defer layout.Close()
+	defer endpoint.Close()
+	defer func() {
+		if n := calls.Load(); n > 0 {
+			b.Errorf("%d AWS calls before a first event that needs none", n)
+		}
+	}()
 	env := map[string]string{
 		"AWS_REGION": "us-east-1", "AWS_ACCESS_KEY_ID": "test", "AWS_SECRET_ACCESS_KEY": "test",
-		"AWS_ENDPOINT_URL": layout.URL,
+		"AWS_ENDPOINT_URL": endpoint.URL,
 		"INBOX_TABLE":      "inbox", "PAYLOAD_BUCKET": "payloads", "QUEUE_URL": "http://127.0.0.1:9/000000000000/main", "DLQ_URL": "http://127.0.0.1:9/000000000000/dlq",
 		"SOURCES": `[{"name":"stripe","kind":"stripe"}]`, "SECRETS_PREFIX": "webhook-inbox/",
 		"MAX_RECEIVE_COUNT": "10", "AWS_LAMBDA_FUNCTION_TIMEOUT": "30",

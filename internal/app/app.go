@@ -63,24 +63,21 @@ func withPayloads(cfg config.Config, awsCfg aws.Config, table *inboxstore.Store)
 	return claimcheck.New(table, claimcheck.NewObjects(objects, cfg.PayloadBucket))
 }
 
-// layoutTimeout bounds the cold start's look at the table's layout.
-const layoutTimeout = 10 * time.Second
-
 // CommitStore is Store for the function that commits plans (the
 // processor): it checks the twins of facts written before parts had
 // scopes when the table may hold such facts (inboxstore.DetectUnscopedFacts:
-// one read at a cold start, and once per table a look at its first
-// items). If the table cannot say, it checks them: never wrong, only
-// dearer; the warning says so.
+// one read at the first commit, and once per table a look at its first
+// items). Until the table has said, commits check them: never wrong, only
+// dearer; a look that fails is logged and made again a minute later.
 func CommitStore(cfg config.Config, awsCfg aws.Config, log *slog.Logger) *claimcheck.Store {
-	ctx, cancel := context.WithTimeout(context.Background(), layoutTimeout)
-	defer cancel()
 	db := dynamodb.NewFromConfig(awsCfg)
-	unscoped, err := inboxstore.DetectUnscopedFacts(ctx, db, cfg.InboxTable, time.Now())
-	if err != nil {
-		log.Warn("table layout unknown: every commit checks its facts' unscoped twins", "error", err.Error())
+	detect := func(ctx context.Context, now time.Time) (bool, error) {
+		return inboxstore.DetectUnscopedFacts(ctx, db, cfg.InboxTable, now)
 	}
-	return withPayloads(cfg, awsCfg, inboxstore.New(db, cfg.InboxTable, cfg.Retention).WithUnscopedFacts(unscoped, scopes(cfg)))
+	failed := func(err error) {
+		log.Warn("table layout unknown: commits check their facts' unscoped twins until it is known", "error", err.Error())
+	}
+	return withPayloads(cfg, awsCfg, inboxstore.New(db, cfg.InboxTable, cfg.Retention).WithLayoutDetected(detect, failed, scopes(cfg)))
 }
 
 // scopes are the sources' scopes, when the function has them.

@@ -125,7 +125,7 @@ func (s *Store) complete(ctx context.Context, ev inbox.Event, owner string, plan
 	// The facts whose twins are checked in the transaction, in order,
 	// after the event: cancelled reads their reasons there.
 	var twinned []string
-	if s.unscopedFacts {
+	if s.checksTwins(ctx, now) {
 		var refused []string
 		twinOf := s.twinsOf(ev)
 		for _, f := range plan.Facts {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -30,8 +31,8 @@ import (
 // its source gives it now. A check that does not fit in the transaction
 // is a consistent read just before it (recorded).
 //
-// Whether the table may hold them is decided once, by the first
-// processor to start on it (DetectUnscopedFacts), and kept in the
+// Whether the table may hold them is decided once, at the first commit
+// on it (DetectUnscopedFacts, through WithLayoutDetected), and kept in the
 // table's layout item.
 
 // LayoutPK is the table's layout item: the one item that is neither an
@@ -163,6 +164,65 @@ func (s *Store) WithUnscopedFacts(on bool, scopes Scopes) *Store {
 	}
 	s.scopes = scopes
 	return s
+}
+
+// LayoutRetry is how long after a failed look at the table's layout
+// (WithLayoutDetected) the next commit looks again; the commits between
+// check their twins.
+const LayoutRetry = time.Minute
+
+// layoutDecision is WithLayoutDetected's state: the table's answer once
+// it has given one.
+type layoutDecision struct {
+	detect  func(context.Context, time.Time) (bool, error)
+	failed  func(error)
+	mu      sync.Mutex
+	decided bool
+	on      bool
+	trying  bool
+	tried   time.Time
+}
+
+// WithLayoutDetected is WithUnscopedFacts with the answer asked of the
+// table by detect (DetectUnscopedFacts over the store's table) at the
+// first commit rather than at a cold start: a function starts with no
+// AWS call, and a look that fails (failed is told) is made again a
+// LayoutRetry later instead of leaving the container checking twins for
+// its whole life. Until the table has answered, every commit checks
+// them: never wrong, only dearer.
+func (s *Store) WithLayoutDetected(detect func(context.Context, time.Time) (bool, error), failed func(error), scopes Scopes) *Store {
+	s.WithUnscopedFacts(true, scopes)
+	s.layout = &layoutDecision{detect: detect, failed: failed}
+	return s
+}
+
+// checksTwins reports whether a commit at now checks its facts' twins.
+// One commit at a time looks at the layout; the others meanwhile check.
+func (s *Store) checksTwins(ctx context.Context, now time.Time) bool {
+	l := s.layout
+	if l == nil {
+		return s.unscopedFacts
+	}
+	l.mu.Lock()
+	if l.decided || l.trying || (!l.tried.IsZero() && now.Sub(l.tried) < LayoutRetry) {
+		on := !l.decided || l.on
+		l.mu.Unlock()
+		return on
+	}
+	l.trying, l.tried = true, now
+	l.mu.Unlock()
+	on, err := l.detect(ctx, now)
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.trying = false
+	if err != nil {
+		if l.failed != nil {
+			l.failed(err)
+		}
+		return true
+	}
+	l.decided, l.on = true, on
+	return on
 }
 
 // twin is how a fact's twin in the other layout is checked, for an event

@@ -221,3 +221,53 @@ func TestFailedBeforeRetryMsIsClaimable(t *testing.T) {
 		t.Errorf("claim: %v, want it taken", err)
 	}
 }
+
+// TestLayoutDetectedAtFirstCommit: with the layout asked of the table at
+// the first commit (WithLayoutDetected), a commit made while the table
+// has not answered checks its facts' twins, and refuses a fact whose
+// unscoped twin exists; a look that fails is made again a LayoutRetry
+// later, not at every commit; once the table says it holds no unscoped
+// fact, commits stop checking, and it is never asked again.
+func TestLayoutDetectedAtFirstCommit(t *testing.T) {
+	ctx := context.Background()
+	db := dynamodb.NewFromConfig(mustDynamo(t).SafeConfig())
+	st, table := newStoreOn(t, db)
+	var asked []time.Time
+	answers := []error{errors.New("connection refused"), nil}
+	var failures int
+	st.WithLayoutDetected(func(_ context.Context, now time.Time) (bool, error) {
+		err := answers[min(len(asked), len(answers)-1)]
+		asked = append(asked, now)
+		return false, err
+	}, func(error) { failures++ }, nil)
+	commit := func(id, in string, at time.Time) error {
+		t.Helper()
+		plan := effects.Plan{Facts: []effects.Fact{{Kind: "invoice_paid", Key: in}}}
+		putRaw(t, db, table, map[string]types.AttributeValue{"pk": s(plan.Facts[0].ID()), "event_key": s("stripe#acct_1#evt_old")})
+		e := mustClaimed(t, st, id, "w")
+		return st.Complete(ctx, e, "w", plan, inbox.OutcomeApplied, at)
+	}
+	var refused *effects.RefusedError
+	// The look fails: the commit checks, and the twin refuses the fact.
+	if err := commit("evt_l1", "in_l1", t0); !errors.As(err, &refused) {
+		t.Fatalf("first commit: got %v, want the fact refused by its twin", err)
+	}
+	// Within LayoutRetry: not asked again, still checking.
+	if err := commit("evt_l2", "in_l2", t0.Add(inboxstore.LayoutRetry/2)); !errors.As(err, &refused) {
+		t.Fatalf("second commit: got %v, want the fact refused by its twin", err)
+	}
+	if len(asked) != 1 || failures != 1 {
+		t.Fatalf("asked %d times, %d failures; want once, one", len(asked), failures)
+	}
+	// After it: asked, and the table holds no unscoped fact (it says):
+	// no check, so the fact is written beside the twin this test planted.
+	if err := commit("evt_l3", "in_l3", t0.Add(inboxstore.LayoutRetry)); err != nil {
+		t.Fatalf("third commit: got %v, want committed without a check", err)
+	}
+	if err := commit("evt_l4", "in_l4", t0.Add(2*inboxstore.LayoutRetry)); err != nil {
+		t.Fatalf("fourth commit: %v", err)
+	}
+	if len(asked) != 2 {
+		t.Errorf("asked %d times, want twice (decided at the second)", len(asked))
+	}
+}

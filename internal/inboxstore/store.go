@@ -83,8 +83,10 @@ type Store struct {
 	table     string
 	retention time.Duration
 	// unscopedFacts: the table may hold facts of an earlier release,
-	// without a scope (see WithUnscopedFacts).
+	// without a scope (see WithUnscopedFacts); when layout is set, it
+	// decides instead, at the first commit.
 	unscopedFacts bool
+	layout        *layoutDecision
 	scopes        Scopes
 	// sleep waits between retries of a conflicting transaction.
 	sleep func(context.Context, time.Duration) error
