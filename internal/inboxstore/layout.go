@@ -211,19 +211,25 @@ func (s *Store) checksTwins(ctx context.Context, now time.Time) bool {
 	}
 	l.trying, l.tried = true, now
 	l.mu.Unlock()
-	on, err := l.detect(ctx, now)
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.trying = false
-	if err != nil {
-		if l.failed != nil {
+	on, err := false, errLayoutUnread
+	defer func() {
+		l.mu.Lock()
+		l.trying = false
+		if err == nil {
+			l.decided, l.on = true, on
+		}
+		l.mu.Unlock()
+		if err != nil && l.failed != nil {
 			l.failed(err)
 		}
-		return true
-	}
-	l.decided, l.on = true, on
-	return on
+	}()
+	on, err = l.detect(ctx, now)
+	return on || err != nil
 }
+
+// errLayoutUnread stands for a look at the layout that never returned (a
+// panic): the next one is made a LayoutRetry later.
+var errLayoutUnread = errors.New("the look at the table's layout did not return")
 
 // twin is how a fact's twin in the other layout is checked, for an event
 // ev: its ID, and the condition under which it does not count as the
