@@ -223,9 +223,16 @@ func (s *Store) checksTwins(ctx context.Context, now time.Time) bool {
 			l.failed(err)
 		}
 	}()
-	on, err = l.detect(ctx, now)
+	dctx, cancel := context.WithTimeout(ctx, layoutTimeout)
+	defer cancel()
+	on, err = l.detect(dctx, now)
 	return on || err != nil
 }
+
+// layoutTimeout bounds a commit's look at the table's layout, so that a
+// slow table costs the first commit a few seconds of its time at most
+// (it then checks twins, and the look is made again a LayoutRetry later).
+const layoutTimeout = 5 * time.Second
 
 // errLayoutUnread stands for a look at the layout that never returned (a
 // panic): the next one is made a LayoutRetry later.

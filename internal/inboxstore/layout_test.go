@@ -235,7 +235,12 @@ func TestLayoutDetectedAtFirstCommit(t *testing.T) {
 	var asked []time.Time
 	answers := []error{errors.New("connection refused"), nil}
 	var failures int
-	st.WithLayoutDetected(func(_ context.Context, now time.Time) (bool, error) {
+	st.WithLayoutDetected(func(ctx context.Context, now time.Time) (bool, error) {
+		// Bounded on its own: a slow table costs a commit seconds, not
+		// its whole time.
+		if d, ok := ctx.Deadline(); !ok || time.Until(d) > 10*time.Second {
+			t.Errorf("the look at the layout: deadline %v (%t), want one within seconds", d, ok)
+		}
 		err := answers[min(len(asked), len(answers)-1)]
 		asked = append(asked, now)
 		return false, err
