@@ -622,3 +622,19 @@ func TestCredentialsNeverStored(t *testing.T) {
 		t.Errorf("kept headers %v, request id %v; want the signature, the user agent and the request id", headers, raw["request_id"])
 	}
 }
+
+// TestLayoutDecidedAtStart: the processor decides the table's layout when
+// it starts, on the new table, before ingest has stored anything: a look
+// made later, at a commit after a burst, would find more items than it
+// samples and make every commit check its facts' twins for good.
+func TestLayoutDecidedAtStart(t *testing.T) {
+	e := mustEnv(t)
+	out, err := e.db.GetItem(context.Background(), &dynamodb.GetItemInput{TableName: aws.String(e.stack.Resources.TableName), ConsistentRead: aws.Bool(true),
+		Key: map[string]types.AttributeValue{"pk": &types.AttributeValueMemberS{Value: inboxstore.LayoutPK}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v, ok := out.Item["unscoped_facts"].(*types.AttributeValueMemberBOOL); !ok || v.Value {
+		t.Errorf("layout item at the start: %v, want unscoped_facts false", out.Item)
+	}
+}

@@ -66,9 +66,10 @@ func withPayloads(cfg config.Config, awsCfg aws.Config, table *inboxstore.Store)
 // CommitStore is Store for the function that commits plans (the
 // processor): it checks the twins of facts written before parts had
 // scopes when the table may hold such facts (inboxstore.DetectUnscopedFacts:
-// one read at the first commit, and once per table a look at its first
-// items). Until the table has said, commits check them: never wrong, only
-// dearer; a look that fails is logged and made again a minute later.
+// one read at a cold start, and once per table a look at its first items,
+// which the first processor makes before ingest has stored many). If the
+// table cannot say, commits check them: never wrong, only dearer; the look
+// is logged and made again from a commit a minute later.
 func CommitStore(cfg config.Config, awsCfg aws.Config, log *slog.Logger) *claimcheck.Store {
 	db := dynamodb.NewFromConfig(awsCfg)
 	detect := func(ctx context.Context, now time.Time) (bool, error) {
@@ -77,7 +78,9 @@ func CommitStore(cfg config.Config, awsCfg aws.Config, log *slog.Logger) *claimc
 	failed := func(err error) {
 		log.Warn("table layout unknown: commits check their facts' unscoped twins until it is known", "error", err.Error())
 	}
-	return withPayloads(cfg, awsCfg, inboxstore.New(db, cfg.InboxTable, cfg.Retention).WithLayoutDetected(detect, failed, scopes(cfg)))
+	table := inboxstore.New(db, cfg.InboxTable, cfg.Retention).WithLayoutDetected(detect, failed, scopes(cfg))
+	table.LookAtLayout(context.Background(), time.Now())
+	return withPayloads(cfg, awsCfg, table)
 }
 
 // scopes are the sources' scopes, when the function has them.

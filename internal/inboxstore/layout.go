@@ -31,9 +31,9 @@ import (
 // its source gives it now. A check that does not fit in the transaction
 // is a consistent read just before it (recorded).
 //
-// Whether the table may hold them is decided once, at the first commit
-// on it (DetectUnscopedFacts, through WithLayoutDetected), and kept in the
-// table's layout item.
+// Whether the table may hold them is decided once, by the first
+// processor to start on it (DetectUnscopedFacts, through
+// WithLayoutDetected), and kept in the table's layout item.
 
 // LayoutPK is the table's layout item: the one item that is neither an
 // event nor a part.
@@ -184,16 +184,25 @@ type layoutDecision struct {
 }
 
 // WithLayoutDetected is WithUnscopedFacts with the answer asked of the
-// table by detect (DetectUnscopedFacts over the store's table) at the
-// first commit rather than at a cold start: a function starts with no
-// AWS call, and a look that fails (failed is told) is made again a
-// LayoutRetry later instead of leaving the container checking twins for
-// its whole life. Until the table has answered, every commit checks
-// them: never wrong, only dearer.
+// table by detect (DetectUnscopedFacts over the store's table): by
+// LookAtLayout (a cold start), and until the table has answered, by a
+// commit a LayoutRetry after the last look that failed (failed is told),
+// rather than leaving the container checking twins for its whole life.
+// Until the table has answered, every commit checks them: never wrong,
+// only dearer.
 func (s *Store) WithLayoutDetected(detect func(context.Context, time.Time) (bool, error), failed func(error), scopes Scopes) *Store {
 	s.WithUnscopedFacts(true, scopes)
 	s.layout = &layoutDecision{detect: detect, failed: failed}
 	return s
+}
+
+// LookAtLayout asks the table its layout now (WithLayoutDetected), unless
+// it has answered or was asked less than a LayoutRetry ago. The first
+// processor on a table should ask at its start: a look made later, once
+// ingest has stored more items than it samples, answers that the table
+// may hold unscoped facts, for good.
+func (s *Store) LookAtLayout(ctx context.Context, now time.Time) {
+	s.checksTwins(ctx, now)
 }
 
 // checksTwins reports whether a commit at now checks its facts' twins.
@@ -229,9 +238,9 @@ func (s *Store) checksTwins(ctx context.Context, now time.Time) bool {
 	return on || err != nil
 }
 
-// layoutTimeout bounds a commit's look at the table's layout, so that a
-// slow table costs the first commit a few seconds of its time at most
-// (it then checks twins, and the look is made again a LayoutRetry later).
+// layoutTimeout bounds a look at the table's layout, so that a slow table
+// costs a cold start or a commit a few seconds at most (it then checks
+// twins, and the look is made again a LayoutRetry later).
 const layoutTimeout = 5 * time.Second
 
 // errLayoutUnread stands for a look at the layout that never returned (a
