@@ -367,35 +367,24 @@ func measureFloor(ctx context.Context, db *dynamodb.Client, table, source string
 	if latest == nil {
 		return floorUnits{}, fmt.Errorf("floor: no event of %s in the table", source)
 	}
-	pk := latest["pk"].(*ddbtypes.AttributeValueMemberS).Value
-	source, rest, _ := strings.Cut(strings.TrimPrefix(pk, "event#"), "#")
-	account, id, _ := strings.Cut(rest, "#")
-	k := inbox.Key{Source: source, Account: account, EventID: id}
+	k, err := inbox.ParseKey(strings.TrimPrefix(latest["pk"].(*ddbtypes.AttributeValueMemberS).Value, "event#"))
+	if err != nil {
+		return floorUnits{}, fmt.Errorf("floor: %w", err)
+	}
 	ev, err := inboxstore.New(db, table, 0).Get(ctx, k, time.Now())
 	if err != nil {
 		return floorUnits{}, fmt.Errorf("floor: %w", err)
 	}
 	// As ingest stores it: received, due at once (in the index), nothing
-	// of its processing yet.
+	// of its processing yet; a payload in S3 by its reference, as the
+	// status holds it.
 	received := inbox.Event{
-		Key: ev.Key, Kind: ev.Kind, Type: ev.Type, Created: ev.Created, Payload: ev.Payload, Attributes: ev.Attributes,
+		Key: ev.Key, Kind: ev.Kind, Type: ev.Type, Created: ev.Created, Payload: ev.Payload, PayloadRef: ev.PayloadRef, Attributes: ev.Attributes,
 		Headers: ev.Headers, RequestID: ev.RequestID, Scope: ev.Scope, Unscoped: ev.Unscoped,
 		Status: inbox.StatusReceived, ReceivedAt: ev.ReceivedAt, UpdatedAt: ev.ReceivedAt, DueAt: ev.ReceivedAt,
 	}
 	ev = received
 	ev.Key.EventID += "-floor"
-	if r := latest["payload_ref"]; r != nil {
-		// A payload in S3: the whole item holds its reference, as the
-		// status does.
-		var ref struct {
-			Object string `dynamodbav:"object"`
-			Bytes  int    `dynamodbav:"bytes"`
-			SHA256 string `dynamodbav:"sha256"`
-		}
-		if err := attributevalue.Unmarshal(r, &ref); err == nil {
-			ev.Payload, ev.PayloadRef = nil, &inbox.PayloadRef{Object: ref.Object, Bytes: ref.Bytes, SHA256: ref.SHA256}
-		}
-	}
 	c := &capacityOf{API: db}
 	if err := inboxstore.New(c, table, 0).PutWhole(ctx, ev); err != nil {
 		return floorUnits{}, fmt.Errorf("floor: %w", err)

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -203,10 +204,8 @@ func (s *Store) keepBody(ctx context.Context, ev inbox.Event, need time.Time) (i
 			return ev, fmt.Errorf("extend the body of %s: %w: %w", ev.Key, inbox.ErrInvalid, ErrBodyLost)
 		}
 		// Extended as far already (by another writer): record what it is.
-		if n, ok := ccf.Item["expires_at"].(*types.AttributeValueMemberN); ok {
-			if secs, err := strconv.ParseInt(n.Value, 10, 64); err == nil {
-				until = time.Unix(secs, 0)
-			}
+		if at, ok := unixAttr(ccf.Item, "expires_at"); ok {
+			until = at
 		}
 	case err != nil:
 		return ev, awserr.Wrap("extend the body of "+ev.Key.String(), err)
@@ -227,5 +226,30 @@ func (s *Store) keepBodyToFinish(ctx context.Context, ev inbox.Event, need time.
 	return kept, err
 }
 
+// unixAttr is the item's number attribute name as a time in Unix seconds
+// (an expiry), and whether it has one.
+func unixAttr(item map[string]types.AttributeValue, name string) (time.Time, bool) {
+	n, ok := item[name].(*types.AttributeValueMemberN)
+	if !ok {
+		return time.Time{}, false
+	}
+	secs, err := strconv.ParseInt(n.Value, 10, 64)
+	if err != nil {
+		return time.Time{}, false
+	}
+	return time.Unix(secs, 0), true
+}
+
 // bodyKept is the status's body_expires as the caller's write records it.
 func bodyKept(ev inbox.Event) types.AttributeValue { return num(ev.BodyUntil.Unix()) }
+
+// recordingBody is update, a SET expression of ev's status, also recording
+// what ev's body has (body_expires, in values); update as it is for an
+// event stored whole.
+func recordingBody(update string, values map[string]types.AttributeValue, ev inbox.Event) string {
+	if ev.Body == "" {
+		return update
+	}
+	values[":bx"] = bodyKept(ev)
+	return strings.Replace(update, "SET ", "SET body_expires = :bx, ", 1)
+}

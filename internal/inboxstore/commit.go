@@ -125,7 +125,7 @@ func (s *Store) complete(ctx context.Context, ev inbox.Event, owner string, plan
 	// The facts whose twins are checked in the transaction, in order,
 	// after the event: cancelled reads their reasons there.
 	var twinned []string
-	if s.checksTwins(ctx, now) {
+	if len(plan.Facts) > 0 && s.checksTwins(ctx, now) {
 		var refused []string
 		twinOf := s.twinsOf(ev)
 		for _, f := range plan.Facts {
@@ -379,10 +379,7 @@ func (s *Store) processed(ev inbox.Event, owner string, outcome inbox.Outcome, t
 		fence = "#status = :received AND attempts = :zero AND attribute_not_exists(lease_owner)"
 		expr += ", attempts = :one"
 	}
-	if ev.Body != "" {
-		expr += ", body_expires = :bx"
-		values[":bx"] = bodyKept(ev)
-	}
+	expr = recordingBody(expr, values, ev)
 	if len(rows) == 0 {
 		// Finished: retention counts from now. An event with rows is
 		// finished when its outbox settles (SettleOutbox), and does not
@@ -580,8 +577,7 @@ func (s *Store) SettleOutbox(ctx context.Context, k inbox.Key, gen int, settled 
 		if err != nil {
 			return fmt.Errorf("settle outbox of %s: %w", k, err)
 		}
-		expr = strings.Replace(expr, "SET ", "SET body_expires = :bx, ", 1)
-		values[":bx"] = bodyKept(kept)
+		expr = recordingBody(expr, values, kept)
 		cond = strings.TrimSuffix(cond, bodyLasts)
 		delete(values, ":need")
 	}

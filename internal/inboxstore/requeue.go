@@ -127,10 +127,7 @@ func (s *Store) Requeue(ctx context.Context, k inbox.Key, now time.Time, force b
 			if ev, err = s.keepBody(ctx, ev, now.Add(s.retention)); err != nil {
 				return ev, "", fmt.Errorf("requeue %s: %w", k, err)
 			}
-			if ev.Body != "" {
-				in.UpdateExpression = aws.String(strings.Replace(*in.UpdateExpression, "SET ", "SET body_expires = :bx, ", 1))
-				v[":bx"] = bodyKept(ev)
-			}
+			in.UpdateExpression = aws.String(recordingBody(*in.UpdateExpression, v, ev))
 		}
 		out, err := s.api.UpdateItem(ctx, in)
 		var ccf *types.ConditionalCheckFailedException

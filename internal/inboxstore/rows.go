@@ -157,7 +157,6 @@ func (s *Store) FinishRow(ctx context.Context, key, owner string, res outbox.Res
 	}
 	set := "SET #status = :state, updated_at = :now"
 	remove := " REMOVE lease_owner, lease_until"
-	cond := "#status = :delivering AND lease_owner = :owner"
 	if res.Cause != "" {
 		cause := res.Cause
 		if len(cause) > maxCause {
@@ -189,7 +188,7 @@ func (s *Store) FinishRow(ctx context.Context, key, owner string, res outbox.Res
 		TableName:                 &s.table,
 		Key:                       map[string]types.AttributeValue{"pk": str(rowPK(key))},
 		UpdateExpression:          aws.String(set + remove),
-		ConditionExpression:       aws.String(cond),
+		ConditionExpression:       aws.String("#status = :delivering AND lease_owner = :owner"),
 		ExpressionAttributeNames:  map[string]string{"#status": "status"},
 		ExpressionAttributeValues: values,
 	})
@@ -367,10 +366,7 @@ func (s *Store) ResendRow(ctx context.Context, key string, now time.Time) (outbo
 		":row": str(key), ":nowms": num(now.UnixMilli()), ":nows": num(now.Unix()), ":now": str(ts(now)),
 		":zero": num(0), ":one": num(1),
 	}
-	if ev.Body != "" {
-		eventSet = "SET body_expires = :bx, " + eventSet[len("SET "):]
-		eventValues[":bx"] = bodyKept(ev)
-	}
+	eventSet = recordingBody(eventSet, eventValues, ev)
 	_, err = s.api.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: []types.TransactWriteItem{
 		{Update: &types.Update{
 			TableName:                &s.table,

@@ -12,7 +12,6 @@ import (
 	"hash/fnv"
 	"math/rand/v2"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -417,11 +416,7 @@ func (s *Store) insert(ctx context.Context, e inbox.Event, z []byte, now time.Ti
 		})
 		if errors.As(err, &ccf) {
 			old := inbox.Event{Key: e.Key, Body: id}
-			if n, ok := ccf.Item["expires_at"].(*types.AttributeValueMemberN); ok {
-				if secs, perr := strconv.ParseInt(n.Value, 10, 64); perr == nil {
-					old.BodyUntil = time.Unix(secs, 0)
-				}
-			}
+			old.BodyUntil, _ = unixAttr(ccf.Item, "expires_at")
 			kept, kerr := s.keepBody(ctx, old, bodyUntil.Add(-BodyGrace))
 			if errors.Is(kerr, ErrBodyLost) && try == 0 {
 				// Gone between the two writes (its expiry came, and TTL
@@ -526,10 +521,8 @@ func (s *Store) ClaimNonce(ctx context.Context, id, binding string, until, now t
 		}
 		// The same body again: keep the record at least until this
 		// signature's window ends, never shorter than it was.
-		if stored, ok := ccf.Item["expires_at"].(*types.AttributeValueMemberN); ok {
-			if n, err := strconv.ParseInt(stored.Value, 10, 64); err == nil && n >= until.Unix() {
-				return nil
-			}
+		if stored, ok := unixAttr(ccf.Item, "expires_at"); ok && stored.Unix() >= until.Unix() {
+			return nil
 		}
 		_, err = s.api.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 			TableName:                 &s.table,
@@ -828,8 +821,7 @@ func (s *Store) Fail(ctx context.Context, k inbox.Key, f inbox.Failure, now time
 			if ev, err = s.keepBodyToFinish(ctx, ev, expires); err != nil {
 				return inbox.Event{}, fmt.Errorf("fail %s: %w", k, err)
 			}
-			update = strings.Replace(update, "SET ", "SET body_expires = :bx, ", 1)
-			values[":bx"] = bodyKept(ev)
+			update = recordingBody(update, values, ev)
 		}
 	default:
 		return inbox.Event{}, fmt.Errorf("fail %s: status %q is not failed or dead", k, f.Status)

@@ -116,7 +116,6 @@ func (p *Processor) first(work, book context.Context, j *job, k inbox.Key) (reco
 	if err != nil {
 		return recordResult{}, false
 	}
-	ev.Attempts = 1
 	return p.committed(work, book, j, ev, plan, outcome, recordResult{key: k, eventType: ev.Type, attempt: 1}), true
 }
 
