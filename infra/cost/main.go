@@ -36,7 +36,6 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/aws/aws-sdk-go-v2/service/eventbridge"
@@ -297,6 +296,7 @@ func run(n int, out io.Writer) error {
 			}
 		}
 		m.reset()
+		since := time.Now()
 		for i := range n {
 			start := time.Now()
 			r, body := p.deliver(i)
@@ -313,7 +313,7 @@ func run(n int, out io.Writer) error {
 		}
 		var f floorUnits
 		if p.new {
-			if f, err = measureFloor(ctx, raw, stack.Resources.TableName, p.source); err != nil {
+			if f, err = measureFloor(ctx, raw, stack.Resources.TableName, p.source, since); err != nil {
 				return err
 			}
 			if !p.large && !p.forwarded {
@@ -333,66 +333,72 @@ func run(n int, out io.Writer) error {
 var stored = map[string]float64{}
 
 // floorUnits is what the floor of a path is made of, measured on the
-// table: whole, the write units of its latest event written as one item
-// with its index entry (as releases before the split layout stored
-// events: payload, metadata and status together); status, the write
-// units of its status item as the run left it.
+// table and averaged over the path's events: whole, the write units of an
+// event written as one item with its index entry (as releases before the
+// split layout stored events: payload, metadata and status together);
+// status, the write units of its status item as the run left it.
 type floorUnits struct{ whole, status float64 }
 
-// measureFloor measures the floor's units on the latest event of source
-// in the table: it writes that event whole under another key (its id with
-// "-floor"), reads what the write cost, and deletes it.
-func measureFloor(ctx context.Context, db *dynamodb.Client, table, source string) (floorUnits, error) {
-	var latest map[string]ddbtypes.AttributeValue
-	var latestMs int64
+// measureFloor measures the floor's units on every event of source the
+// table received since the path began: it writes each whole under another
+// key (its id with "-floor"), reads what the write cost, and deletes it.
+// Every event, not one: an event written whole is near a kilobyte's
+// boundary (a Stripe invoice's is about 3 KB), so one event's units say
+// 3 or 4 by the bytes of its ids.
+func measureFloor(ctx context.Context, db *dynamodb.Client, table, source string, since time.Time) (floorUnits, error) {
+	var f floorUnits
+	n := 0
 	p := dynamodb.NewScanPaginator(db, &dynamodb.ScanInput{
 		TableName: &table, ConsistentRead: aws.Bool(true),
-		FilterExpression:          aws.String("begins_with(pk, :p) AND attribute_exists(body_id)"),
-		ExpressionAttributeValues: map[string]ddbtypes.AttributeValue{":p": &ddbtypes.AttributeValueMemberS{Value: "event#" + source + "#"}},
+		FilterExpression: aws.String("begins_with(pk, :p) AND attribute_exists(body_id) AND received_ms >= :since"),
+		ExpressionAttributeValues: map[string]ddbtypes.AttributeValue{
+			":p":     &ddbtypes.AttributeValueMemberS{Value: "event#" + source + "#"},
+			":since": &ddbtypes.AttributeValueMemberN{Value: strconv.FormatInt(since.UnixMilli(), 10)},
+		},
 	})
+	store := inboxstore.New(db, table, 0)
+	c := &capacityOf{API: db}
+	floorStore := inboxstore.New(c, table, 0)
 	for p.HasMorePages() {
 		page, err := p.NextPage(ctx)
 		if err != nil {
 			return floorUnits{}, fmt.Errorf("floor: %w", err)
 		}
 		for _, it := range page.Items {
-			var r struct {
-				Ms int64 `dynamodbav:"received_ms"`
+			k, err := inbox.ParseKey(strings.TrimPrefix(it["pk"].(*ddbtypes.AttributeValueMemberS).Value, "event#"))
+			if err != nil {
+				return floorUnits{}, fmt.Errorf("floor: %w", err)
 			}
-			if attributevalue.UnmarshalMap(it, &r) == nil && r.Ms >= latestMs {
-				latest, latestMs = it, r.Ms
+			ev, err := store.Get(ctx, k, time.Now())
+			if err != nil {
+				return floorUnits{}, fmt.Errorf("floor: %w", err)
 			}
+			// As ingest stores it: received, due at once (in the index),
+			// nothing of its processing yet; a payload in S3 by its
+			// reference, as the status holds it.
+			whole := inbox.Event{
+				Key: ev.Key, Kind: ev.Kind, Type: ev.Type, Created: ev.Created, Payload: ev.Payload, PayloadRef: ev.PayloadRef, Attributes: ev.Attributes,
+				Headers: ev.Headers, RequestID: ev.RequestID, Scope: ev.Scope, Unscoped: ev.Unscoped,
+				Status: inbox.StatusReceived, ReceivedAt: ev.ReceivedAt, UpdatedAt: ev.ReceivedAt, DueAt: ev.ReceivedAt,
+			}
+			whole.Key.EventID += "-floor"
+			if err := floorStore.PutWhole(ctx, whole); err != nil {
+				return floorUnits{}, fmt.Errorf("floor: %w", err)
+			}
+			if _, err := db.DeleteItem(ctx, &dynamodb.DeleteItemInput{TableName: &table, Key: map[string]ddbtypes.AttributeValue{"pk": &ddbtypes.AttributeValueMemberS{Value: "event#" + whole.Key.String()}}}); err != nil {
+				return floorUnits{}, fmt.Errorf("floor: %w", err)
+			}
+			f.whole += c.units
+			f.status += math.Ceil(float64(emulators.ItemSize(it)) / 1024)
+			n++
 		}
 	}
-	if latest == nil {
-		return floorUnits{}, fmt.Errorf("floor: no event of %s in the table", source)
+	if n == 0 {
+		return floorUnits{}, fmt.Errorf("floor: no event of %s in the table since %s", source, since.Format(time.RFC3339))
 	}
-	k, err := inbox.ParseKey(strings.TrimPrefix(latest["pk"].(*ddbtypes.AttributeValueMemberS).Value, "event#"))
-	if err != nil {
-		return floorUnits{}, fmt.Errorf("floor: %w", err)
-	}
-	ev, err := inboxstore.New(db, table, 0).Get(ctx, k, time.Now())
-	if err != nil {
-		return floorUnits{}, fmt.Errorf("floor: %w", err)
-	}
-	// As ingest stores it: received, due at once (in the index), nothing
-	// of its processing yet; a payload in S3 by its reference, as the
-	// status holds it.
-	received := inbox.Event{
-		Key: ev.Key, Kind: ev.Kind, Type: ev.Type, Created: ev.Created, Payload: ev.Payload, PayloadRef: ev.PayloadRef, Attributes: ev.Attributes,
-		Headers: ev.Headers, RequestID: ev.RequestID, Scope: ev.Scope, Unscoped: ev.Unscoped,
-		Status: inbox.StatusReceived, ReceivedAt: ev.ReceivedAt, UpdatedAt: ev.ReceivedAt, DueAt: ev.ReceivedAt,
-	}
-	ev = received
-	ev.Key.EventID += "-floor"
-	c := &capacityOf{API: db}
-	if err := inboxstore.New(c, table, 0).PutWhole(ctx, ev); err != nil {
-		return floorUnits{}, fmt.Errorf("floor: %w", err)
-	}
-	if _, err := db.DeleteItem(ctx, &dynamodb.DeleteItemInput{TableName: &table, Key: map[string]ddbtypes.AttributeValue{"pk": &ddbtypes.AttributeValueMemberS{Value: "event#" + ev.Key.String()}}}); err != nil {
-		return floorUnits{}, fmt.Errorf("floor: %w", err)
-	}
-	return floorUnits{whole: c.units, status: math.Ceil(float64(emulators.ItemSize(latest)) / 1024)}, nil
+	f.whole /= float64(n)
+	f.status /= float64(n)
+	return f, nil
 }
 
 // capacityOf is a table client that asks for, and keeps, the capacity its
@@ -596,7 +602,7 @@ func report(out io.Writer, p path, m *meter, n int, f floorUnits, objectDays int
 		floor += per(float64(m.ebEvents)) * priceEBEvent
 	}
 	perM := func(v float64) float64 { return v * 1e6 }
-	fmt.Fprintf(out, "%-40s %9.2f %9.2f %6.2fx %7.2f %6.2f %6.2f %8.2f %8.0f\n    %s\n    floor: WRU %.2f (the event whole %.0f, its status %.0f, effects and index %.2f), RRU %.2f\n",
+	fmt.Fprintf(out, "%-40s %9.2f %9.2f %6.2fx %7.2f %6.2f %6.2f %8.2f %8.0f\n    %s\n    floor: WRU %.2f (the event whole %.2f, its status %.2f, effects and index %.2f), RRU %.2f\n",
 		p.name, perM(bill/float64(n)), perM(floor), bill/float64(n)/floor, per(wru), per(u.Read), per(float64(sqsReq)), per(m.lambdaMS), per(float64(m.logBytes)), strings.Join(calls, ", "),
 		floorWRU, f.whole, f.status, effects, floorRRU)
 }
