@@ -112,6 +112,33 @@ func TestForwardedExactlyOnce(t *testing.T) {
 		t.Fatalf("retry: %d %v, want a 200 duplicate", status, resp)
 	}
 	e.drain(t)
+	// Its route retries unknowns (FORWARD's default): its entry was put
+	// under the claim's lease, before the commit, which wrote its row
+	// delivered (the receipt's row beside it was delivered after it).
+	if got, err := e.store.Get(ctx, key, time.Now()); err != nil || got.Status != inbox.StatusProcessed || got.OutboxPending || len(got.OutboxRows) != 2 {
+		t.Fatalf("event: %s, outbox pending %t, rows %v, %v; want processed, settled, two rows", got.Status, got.OutboxPending, got.OutboxRows, err)
+	} else {
+		for _, k := range got.OutboxRows {
+			if row, err := e.store.Row(ctx, k); err != nil || row.State != outbox.Delivered || row.Attempts != 1 {
+				t.Fatalf("row %s: %+v, %v; want delivered on its one attempt", k, row, err)
+			}
+		}
+	}
+	ahead := 0
+	for line := range strings.SplitSeq(e.logs.String(), "\n") {
+		var l struct {
+			Msg    string `json:"msg"`
+			Key    string `json:"event_key"`
+			State  string `json:"state"`
+			Before bool   `json:"before_commit"`
+		}
+		if json.Unmarshal([]byte(line), &l) == nil && l.Msg == "outbox row" && l.Key == key.String() && l.State == "delivered" && l.Before {
+			ahead++
+		}
+	}
+	if ahead != 1 {
+		t.Errorf("%d rows of %s delivered before the commit, want 1", ahead, key)
+	}
 	// SQS delivers the message again.
 	msg, err := inbox.EncodeMessage(key)
 	if err != nil {

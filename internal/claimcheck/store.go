@@ -152,6 +152,16 @@ func (s *Store) Complete(ctx context.Context, ev inbox.Event, owner string, plan
 	return s.Store.CompleteExpiring(ctx, ev, owner, plan, outcome, now, expiresFrom)
 }
 
+// CompleteDelivered commits as inboxstore.Store.CompleteDelivered does,
+// its expiry counted as Complete's.
+func (s *Store) CompleteDelivered(ctx context.Context, ev inbox.Event, owner string, plan effects.Plan, outcome inbox.Outcome, delivered []string, now time.Time) error {
+	expiresFrom, err := s.expiresFrom(ctx, ev, now)
+	if err != nil {
+		return err
+	}
+	return s.Store.CompleteDeliveredExpiring(ctx, ev, owner, plan, outcome, delivered, now, expiresFrom)
+}
+
 // ResendRow resends a row as inboxstore.Store.ResendRow does, after
 // renewing its event's object: the resend brings the event back, and its
 // delivery (a forwarding row carries the payload) must find the object.

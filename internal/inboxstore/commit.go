@@ -61,7 +61,25 @@ func (s *Store) Complete(ctx context.Context, ev inbox.Event, owner string, plan
 // claim check counts it from its payload object's last write, so that the
 // item never outlives the object. Every time the commit records is now.
 func (s *Store) CompleteExpiring(ctx context.Context, ev inbox.Event, owner string, plan effects.Plan, outcome inbox.Outcome, now, expiresFrom time.Time) error {
-	return s.complete(ctx, ev, owner, plan, outcome, now, expiresFrom)
+	return s.complete(ctx, ev, owner, plan, outcome, nil, now, expiresFrom)
+}
+
+// CompleteDelivered is Complete for a plan some of whose outbound calls
+// the caller made already, under the lease this commit is fenced by
+// (outbox.Deliverer.Ahead): delivered holds their keys (effects.Outbound
+// Key, as in the plan). Their rows are written delivered, for inspect and
+// the review to find, and are never claimed; when no other row is left
+// to deliver the event's outbox is settled in the commit: the event
+// leaves the index and expires after the store's retention, as an event
+// with no row does.
+func (s *Store) CompleteDelivered(ctx context.Context, ev inbox.Event, owner string, plan effects.Plan, outcome inbox.Outcome, delivered []string, now time.Time) error {
+	return s.complete(ctx, ev, owner, plan, outcome, delivered, now, now)
+}
+
+// CompleteDeliveredExpiring is CompleteDelivered with the event's expiry
+// counted from expiresFrom, as CompleteExpiring.
+func (s *Store) CompleteDeliveredExpiring(ctx context.Context, ev inbox.Event, owner string, plan effects.Plan, outcome inbox.Outcome, delivered []string, now, expiresFrom time.Time) error {
+	return s.complete(ctx, ev, owner, plan, outcome, delivered, now, expiresFrom)
 }
 
 // CompleteFirst commits the first attempt at an event that nobody has
@@ -83,11 +101,12 @@ func (s *Store) CompleteFirstExpiring(ctx context.Context, ev inbox.Event, plan 
 	if ev, err = s.keepBody(ctx, ev, now.Add(s.retention)); err != nil {
 		return fmt.Errorf("complete %s: %w", ev.Key, err)
 	}
-	return s.complete(ctx, ev, "", plan, outcome, now, expiresFrom)
+	return s.complete(ctx, ev, "", plan, outcome, nil, now, expiresFrom)
 }
 
-// complete is the commit; owner "" is the first attempt's, unclaimed.
-func (s *Store) complete(ctx context.Context, ev inbox.Event, owner string, plan effects.Plan, outcome inbox.Outcome, now, expiresFrom time.Time) error {
+// complete is the commit; owner "" is the first attempt's, unclaimed;
+// delivered are the keys of the plan's outbound calls made already.
+func (s *Store) complete(ctx context.Context, ev inbox.Event, owner string, plan effects.Plan, outcome inbox.Outcome, delivered []string, now, expiresFrom time.Time) error {
 	scope := ev.PartScope()
 	items := make([]types.TransactWriteItem, 0, plan.Len()+1)
 	for _, f := range plan.Facts {
@@ -105,8 +124,13 @@ func (s *Store) complete(ctx context.Context, ev inbox.Event, owner string, plan
 		items = append(items, item)
 	}
 	rows := make([]string, 0, len(plan.Outbound))
+	pending := 0
 	for _, o := range plan.Outbound {
-		items = append(items, s.putRow(ev.Key, scope, o, now))
+		done := slices.Contains(delivered, o.Key)
+		if !done {
+			pending++
+		}
+		items = append(items, s.putRow(ev.Key, scope, o, done, now))
 		rows = append(rows, effects.ScopedKey(scope, o.Key))
 	}
 	ids := plan.IDs()
@@ -114,14 +138,14 @@ func (s *Store) complete(ctx context.Context, ev inbox.Event, owner string, plan
 	for i, id := range ids {
 		stored[i] = effects.ScopedID(scope, id)
 	}
-	if len(rows) == 0 {
+	if pending == 0 {
 		// Finished now: the body must last as long as the event.
 		var err error
 		if ev, err = s.keepBodyToFinish(ctx, ev, expiresFrom.Add(s.retention)); err != nil {
 			return fmt.Errorf("complete %s: %w", ev.Key, err)
 		}
 	}
-	items = append(items, s.processed(ev, owner, outcome, touched(stored), rows, now, expiresFrom))
+	items = append(items, s.processed(ev, owner, outcome, touched(stored), rows, pending > 0, now, expiresFrom))
 	// The facts whose twins are checked in the transaction, in order,
 	// after the event: cancelled reads their reasons there.
 	var twinned []string
@@ -330,34 +354,52 @@ func (s *Store) updateEntity(k inbox.Key, scope string, u effects.Update, now ti
 }
 
 // putRow writes an outbox row, pending and due at once, unless a row with
-// its key (in scope) exists.
-func (s *Store) putRow(k inbox.Key, scope string, o effects.Outbound, now time.Time) types.TransactWriteItem {
+// its key (in scope) exists. A row whose call was made already
+// (delivered: an entry put before the commit) is written as FinishRow
+// leaves a delivered row: one attempt, no body, never claimed again.
+func (s *Store) putRow(k inbox.Key, scope string, o effects.Outbound, delivered bool, now time.Time) types.TransactWriteItem {
 	action := o.Action
 	if action == "" {
 		action = effects.ActionHTTP
 	}
+	item := map[string]types.AttributeValue{
+		"pk":          str(effects.ScopedID(scope, o.ID())),
+		"outbox_key":  str(effects.ScopedKey(scope, o.Key)),
+		"action":      str(action),
+		"target":      str(o.Target),
+		"body":        str(string(o.Body)),
+		"event_key":   str(k.String()),
+		"status":      str(string(outbox.Pending)),
+		"attempts":    num(0),
+		"due_ms":      num(now.UnixMilli()),
+		"received_ms": num(now.UnixMilli()),
+		"created_at":  str(ts(now)),
+		"updated_at":  str(ts(now)),
+	}
+	if delivered {
+		delete(item, "body")
+		delete(item, "due_ms")
+		item["status"], item["attempts"] = str(string(outbox.Delivered)), num(1)
+		item["delivered_at"], item["delivered_to"] = str(ts(now)), str(deliveredTo(action))
+	}
 	return types.TransactWriteItem{Put: &types.Put{
-		TableName: &s.table,
-		Item: map[string]types.AttributeValue{
-			"pk":          str(effects.ScopedID(scope, o.ID())),
-			"outbox_key":  str(effects.ScopedKey(scope, o.Key)),
-			"action":      str(action),
-			"target":      str(o.Target),
-			"body":        str(string(o.Body)),
-			"event_key":   str(k.String()),
-			"status":      str(string(outbox.Pending)),
-			"attempts":    num(0),
-			"due_ms":      num(now.UnixMilli()),
-			"received_ms": num(now.UnixMilli()),
-			"created_at":  str(ts(now)),
-			"updated_at":  str(ts(now)),
-		},
+		TableName:           &s.table,
+		Item:                item,
 		ConditionExpression: aws.String("attribute_not_exists(pk)"),
 	}}
 }
 
+// deliveredTo is where a row of action was delivered (outbox.Result's
+// DeliveredTo).
+func deliveredTo(action string) string {
+	if action == effects.ActionEventBridge {
+		return "eventbridge"
+	}
+	return "http"
+}
+
 // processed is the event's own part of the commit.
-func (s *Store) processed(ev inbox.Event, owner string, outcome inbox.Outcome, touched, rows []string, now, expiresFrom time.Time) types.TransactWriteItem {
+func (s *Store) processed(ev inbox.Event, owner string, outcome inbox.Outcome, touched, rows []string, pending bool, now, expiresFrom time.Time) types.TransactWriteItem {
 	k := ev.Key
 	values := map[string]types.AttributeValue{
 		":processed":  str(string(inbox.StatusProcessed)),
@@ -380,10 +422,10 @@ func (s *Store) processed(ev inbox.Event, owner string, outcome inbox.Outcome, t
 		expr += ", attempts = :one"
 	}
 	expr = recordingBody(expr, values, ev)
-	if len(rows) == 0 {
-		// Finished: retention counts from now. An event with rows is
-		// finished when its outbox settles (SettleOutbox), and does not
-		// expire before.
+	if !pending {
+		// Finished: retention counts from now. An event with rows to
+		// deliver is finished when its outbox settles (SettleOutbox), and
+		// does not expire before.
 		expr += ", expires_at = :expires"
 	}
 	// A forced re-run (Requeue) appends what it adds to what the first
@@ -396,7 +438,8 @@ func (s *Store) processed(ev inbox.Event, owner string, outcome inbox.Outcome, t
 		expr += ", touched = list_append(if_not_exists(touched, :none), :touched)"
 		values[":touched"] = &types.AttributeValueMemberL{Value: strs(touched)}
 	}
-	if len(rows) > 0 {
+	switch {
+	case pending:
 		// Still the sweep's until the rows are delivered: in the outbox
 		// partitions of the index, due at once.
 		expr += ", outbox = :pending, outbox_rows = list_append(if_not_exists(outbox_rows, :none), :rows), sweep_shard = :shard, due_ms = :nowms REMOVE lease_owner, lease_until"
@@ -405,7 +448,12 @@ func (s *Store) processed(ev inbox.Event, owner string, outcome inbox.Outcome, t
 		values[":shard"] = str(outboxShard(k))
 		values[":nowms"] = num(now.UnixMilli())
 		delete(values, ":expires")
-	} else {
+	case len(rows) > 0:
+		// Every row delivered before the commit: settled in it.
+		expr += ", outbox = :settled, outbox_rows = list_append(if_not_exists(outbox_rows, :none), :rows) REMOVE lease_owner, lease_until, sweep_shard, due_ms"
+		values[":settled"] = str(outboxSettled)
+		values[":rows"] = &types.AttributeValueMemberL{Value: strs(rows)}
+	default:
 		expr += " REMOVE lease_owner, lease_until, sweep_shard, due_ms"
 	}
 	if owner == "" {

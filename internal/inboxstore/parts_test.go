@@ -458,3 +458,72 @@ func TestOverdueShares(t *testing.T) {
 		t.Errorf("a cutoff before 1970: got %+v, %v; want nothing", got, err)
 	}
 }
+
+// TestCompleteDelivered: rows delivered before the commit (forwarding
+// ahead of it) are written delivered and never claimed; an event whose
+// rows all were is settled by its commit (out of the sweep's view,
+// expiring, its body kept as long), and one with another row to deliver
+// waits in the outbox partitions as any.
+func TestCompleteDelivered(t *testing.T) {
+	s := mustStore(t)
+	ctx := context.Background()
+	fwd := effects.Outbound{Action: effects.ActionEventBridge, Target: "eventbridge:stripe:bus", Key: "fwd", Body: json.RawMessage(`{"bus":"bus"}`)}
+	receipt := effects.Outbound{Target: "receipt", Key: "receipt", Body: json.RawMessage(`{}`)}
+	at := t0.Add(time.Second)
+	later := t0.Add(time.Hour)
+
+	t.Run("all delivered: settled in the commit", func(t *testing.T) {
+		e := mustClaimed(t, s, "evt_ahead_all", "worker-a")
+		if err := s.CompleteDelivered(ctx, e, "worker-a", effects.Plan{Outbound: []effects.Outbound{fwd}}, inbox.OutcomeIgnored, []string{"fwd"}, at); err != nil {
+			t.Fatal(err)
+		}
+		got := mustGet(t, s, e.Key, at)
+		if got.Status != inbox.StatusProcessed || got.OutboxPending || !got.DueAt.IsZero() || !slices.Equal(got.OutboxRows, []string{skey("fwd")}) ||
+			!got.ExpiresAt.Equal(time.Unix(at.Add(retention).Unix(), 0)) {
+			t.Errorf("event: got %+v, want processed, settled, expiring after the retention", got)
+		}
+		if got.BodyUntil.Before(got.ExpiresAt) {
+			t.Errorf("body until %s, before its event's expiry %s", got.BodyUntil, got.ExpiresAt)
+		}
+		row, err := s.Row(ctx, skey("fwd"))
+		if err != nil || row.State != outbox.Delivered || row.Attempts != 1 || row.Body != nil || row.DeliveredTo != "eventbridge" || row.DeliveredAt.IsZero() {
+			t.Errorf("row: got %+v, %v; want delivered, one attempt, no body", row, err)
+		}
+		if _, err := s.ClaimRow(ctx, skey("fwd"), "w", later, later.Add(time.Minute)); !errors.Is(err, outbox.ErrFinal) {
+			t.Errorf("claim of the row: got %v, want outbox.ErrFinal", err)
+		}
+		if due, err := s.Overdue(ctx, later, 10); err != nil || slices.ContainsFunc(due, func(p inboxstore.Pending) bool { return p.Key == e.Key }) {
+			t.Errorf("overdue: got %+v %v, want the event out of the sweep's view", due, err)
+		}
+	})
+	t.Run("another row to deliver: pending", func(t *testing.T) {
+		e := mustClaimed(t, s, "evt_ahead_some", "worker-a")
+		plan := effects.Plan{Outbound: []effects.Outbound{{Action: fwd.Action, Target: fwd.Target, Key: "fwd2", Body: fwd.Body}, receipt}}
+		if err := s.CompleteDelivered(ctx, e, "worker-a", plan, inbox.OutcomeApplied, []string{"fwd2"}, at); err != nil {
+			t.Fatal(err)
+		}
+		got := mustGet(t, s, e.Key, at)
+		if !got.OutboxPending || !got.ExpiresAt.IsZero() || len(got.OutboxRows) != 2 {
+			t.Errorf("event: got %+v, want its outbox pending, no expiry, both rows listed", got)
+		}
+		if row, err := s.Row(ctx, skey("fwd2")); err != nil || row.State != outbox.Delivered {
+			t.Errorf("forwarding row: got %+v, %v; want delivered", row, err)
+		}
+		if row, err := s.Row(ctx, skey("receipt")); err != nil || row.State != outbox.Pending || row.Body == nil {
+			t.Errorf("receipt row: got %+v, %v; want pending, with its body", row, err)
+		}
+		if due, err := s.Overdue(ctx, later, 10); err != nil || !slices.ContainsFunc(due, func(p inboxstore.Pending) bool { return p.Key == e.Key }) {
+			t.Errorf("overdue: got %+v %v, want the event in the sweep's view", due, err)
+		}
+	})
+	t.Run("fenced by the lease", func(t *testing.T) {
+		e := mustClaimed(t, s, "evt_ahead_lost", "worker-a")
+		plan := effects.Plan{Outbound: []effects.Outbound{{Action: fwd.Action, Target: fwd.Target, Key: "fwd3", Body: fwd.Body}}}
+		if err := s.CompleteDelivered(ctx, e, "worker-b", plan, inbox.OutcomeIgnored, []string{"fwd3"}, at); !errors.Is(err, inbox.ErrLeaseLost) {
+			t.Errorf("commit by another: got %v, want inbox.ErrLeaseLost", err)
+		}
+		if _, err := s.Row(ctx, skey("fwd3")); !errors.Is(err, inbox.ErrNotFound) {
+			t.Errorf("row after a refused commit: got %v, want none", err)
+		}
+	})
+}

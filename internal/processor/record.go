@@ -39,7 +39,8 @@ func (p *Processor) record(work, book context.Context, inv invocation, j *job) r
 		}
 	}
 	now := p.cfg.Now()
-	ev, err := p.cfg.Store.Claim(work, k, owner, now, inv.leaseUntil(now))
+	leaseEnd := inv.leaseUntil(now)
+	ev, err := p.cfg.Store.Claim(work, k, owner, now, leaseEnd)
 	res := recordResult{key: k, eventType: ev.Type}
 	if r, ok := p.notOurs(work, book, j, ev, err, res, err); ok {
 		return r
@@ -61,12 +62,16 @@ func (p *Processor) record(work, book context.Context, inv invocation, j *job) r
 	if err != nil {
 		return p.failed(work, book, j, k, res, err)
 	}
+	delivered := p.putAhead(work, ev, plan, leaseEnd)
 	outcome, plan, err = p.commit(plan, outcome, func(plan effects.Plan, outcome inbox.Outcome) error {
+		if len(delivered) > 0 {
+			return p.cfg.Store.(deliveredCommitter).CompleteDelivered(work, ev, owner, plan, outcome, delivered, p.cfg.Now())
+		}
 		return p.cfg.Store.Complete(work, ev, owner, plan, outcome, p.cfg.Now())
 	})
 	switch {
 	case err == nil:
-		return p.committed(work, book, j, ev, plan, outcome, res)
+		return p.committed(work, book, j, ev, plan, delivered, outcome, res)
 	case errors.Is(err, inbox.ErrAlreadyProcessed):
 		// Committed by this worker (its answer lost) or by another that
 		// took the event over: the stored event says which rows it has.
@@ -101,9 +106,12 @@ func (p *Processor) record(work, book context.Context, inv invocation, j *job) r
 // again: it is pure) and records what happens. Its later receives always
 // take that path, so an event whose processing stops the worker (a crash,
 // a timeout) has its attempts counted from the second receive on.
+//
+// An event that a route forwarding ahead of the commit takes (putsAhead)
+// takes the claim's path at once: its entry is put only under a lease.
 func (p *Processor) first(work, book context.Context, j *job, k inbox.Key) (recordResult, bool) {
 	ev, err := p.cfg.Store.Peek(work, k, p.cfg.Now())
-	if err != nil || ev.Status != inbox.StatusReceived || ev.Attempts != 0 || ev.LeaseOwner != "" {
+	if err != nil || ev.Status != inbox.StatusReceived || ev.Attempts != 0 || ev.LeaseOwner != "" || p.putsAhead(ev) {
 		return recordResult{}, false
 	}
 	plan, outcome, err := p.plan(work, ev)
@@ -116,22 +124,95 @@ func (p *Processor) first(work, book context.Context, j *job, k inbox.Key) (reco
 	if err != nil {
 		return recordResult{}, false
 	}
-	return p.committed(work, book, j, ev, plan, outcome, recordResult{key: k, eventType: ev.Type, attempt: 1}), true
+	return p.committed(work, book, j, ev, plan, nil, outcome, recordResult{key: k, eventType: ev.Type, attempt: 1}), true
 }
 
 // committed is a record whose commit landed: its outbox rows, if any,
-// delivered.
-func (p *Processor) committed(work, book context.Context, j *job, ev inbox.Event, plan effects.Plan, outcome inbox.Outcome, res recordResult) recordResult {
+// delivered — but those delivered before the commit (the keys in
+// delivered), which it wrote final.
+func (p *Processor) committed(work, book context.Context, j *job, ev inbox.Event, plan effects.Plan, delivered []string, outcome inbox.Outcome, res recordResult) recordResult {
 	res.outcome = string(outcome)
 	if len(plan.Outbound) == 0 {
 		return res
 	}
 	// The rows as the store keeps them: in the event's scope.
-	rows := make([]string, len(plan.Outbound))
-	for i, o := range plan.Outbound {
-		rows[i] = effects.ScopedKey(ev.PartScope(), o.Key)
+	rows := make([]string, 0, len(plan.Outbound))
+	for _, o := range plan.Outbound {
+		if !slices.Contains(delivered, o.Key) {
+			rows = append(rows, effects.ScopedKey(ev.PartScope(), o.Key))
+		}
+	}
+	if len(rows) == 0 {
+		// Settled in the commit.
+		res.outbox = "settled"
+		return res
 	}
 	return p.deliver(work, book, j, ev.Key, ev.OutboxGen, rows, res)
+}
+
+// aheadPutter is an Outbox that can put forwarding rows' entries before
+// their event's commit (outbox.Deliverer.Ahead).
+type aheadPutter interface {
+	Ahead(ctx context.Context, ev inbox.Event, rows []effects.Outbound, leaseEnd time.Time) []bool
+}
+
+// deliveredCommitter is a Store that commits rows delivered before the
+// commit (inboxstore.Store.CompleteDelivered).
+type deliveredCommitter interface {
+	CompleteDelivered(ctx context.Context, ev inbox.Event, owner string, plan effects.Plan, outcome inbox.Outcome, delivered []string, now time.Time) error
+}
+
+// putsAhead reports whether ev is taken by a FORWARD route whose entries
+// are put before the commit: one that retries unknowns (its consumers
+// dedupe on the event key), with an outbox and a store that can.
+func (p *Processor) putsAhead(ev inbox.Event) bool {
+	if _, ok := p.cfg.Outbox.(aheadPutter); !ok {
+		return false
+	}
+	if _, ok := p.cfg.Store.(deliveredCommitter); !ok {
+		return false
+	}
+	for _, r := range p.cfg.Forward.Match(ev.Key.Source, ev.Type) {
+		if r.RetryUnknown {
+			return true
+		}
+	}
+	return false
+}
+
+// putAhead puts, under the lease of the claim that read ev (until
+// leaseEnd) and before its commit, the entries of the plan's forwarding
+// rows whose routes retry unknowns, and returns the keys of the rows whose
+// entries EventBridge accepted: the commit writes them delivered. A row
+// the event's outbox has already (written by a run before a forced
+// re-run, which the commit keeps as it is) is not put.
+//
+// The invariant it keeps with the commit (F1–F3 in docs/design.md): a row
+// is written delivered only for an entry accepted; an entry is put only
+// while its worker holds the event's lease, before the commit that lease
+// fences, so of racing messages only the holder puts it, and it is put
+// again only after an attempt that did not commit (its worker stopped, its
+// lease ran out, its commit failed), which such a route allows.
+func (p *Processor) putAhead(ctx context.Context, ev inbox.Event, plan effects.Plan, leaseEnd time.Time) []string {
+	if !p.putsAhead(ev) {
+		return nil
+	}
+	var rows []effects.Outbound
+	for _, o := range plan.Outbound {
+		if o.Action == effects.ActionEventBridge && !slices.Contains(ev.OutboxRows, effects.ScopedKey(ev.PartScope(), o.Key)) {
+			rows = append(rows, o)
+		}
+	}
+	if len(rows) == 0 {
+		return nil
+	}
+	var delivered []string
+	for i, ok := range p.cfg.Outbox.(aheadPutter).Ahead(ctx, ev, rows, leaseEnd) {
+		if ok {
+			delivered = append(delivered, rows[i].Key)
+		}
+	}
+	return delivered
 }
 
 // checkTargets refuses a plan whose outbound call names a target the

@@ -1,0 +1,111 @@
+package outbox
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/webhook-inbox/webhook-inbox/internal/effects"
+	"github.com/webhook-inbox/webhook-inbox/internal/forward"
+	"github.com/webhook-inbox/webhook-inbox/internal/inbox"
+)
+
+// Ahead puts the entries of ev's forwarding rows before ev's commit, for
+// a worker that holds ev's lease until leaseEnd: the rows, among rows (a
+// plan's outbound calls, not yet written), that forward to a route that
+// retries unknowns (Target.RetryUnknown: its consumers dedupe on the event
+// key). It returns, for each of rows, whether EventBridge accepted its
+// entry: the commit then writes that row delivered, and no row claim, no
+// record and no read of the event follow it. Every other row, and a row
+// whose put was not accepted (refused, not sent, its outcome unknown), is
+// committed pending and delivered after the commit as any row.
+//
+// What it keeps of the outbox's invariant, for these routes only:
+//   - an entry is put only under its event's lease, bounded to end before
+//     the lease does (as a row's put is bounded by the row's lease), and
+//     before the commit fenced by that lease: racing messages of one
+//     event put it once, as only one holds the lease;
+//   - it is put again only where a put's attempt ended without its commit
+//     landing (its worker stopped, its lease ran out, the commit failed):
+//     the next holder puts it again, which such a route allows — as a put
+//     whose outcome is unknown is made again on the row's path;
+//   - a row is written delivered only for an entry EventBridge accepted.
+//
+// An event whose commit never lands after its entry was put — its claim
+// budget spent by such attempts, or the commit invalid — ends dead with
+// its entry put: its consumers have it, and its replay puts it again.
+func (d *Deliverer) Ahead(ctx context.Context, ev inbox.Event, rows []effects.Outbound, leaseEnd time.Time) []bool {
+	accepted := make([]bool, len(rows))
+	if d.batcher == nil || d.cfg.Events == nil {
+		return accepted
+	}
+	var payload []byte
+	var read bool
+	type put struct {
+		i int
+		t Target
+		e BusEntry
+		n int
+	}
+	var puts []put
+	for i, o := range rows {
+		t, ok := d.cfg.Targets[o.Target]
+		if o.Action != effects.ActionEventBridge || !ok || !t.RetryUnknown {
+			continue
+		}
+		var fr forward.Row
+		if err := json.Unmarshal(o.Body, &fr); err != nil {
+			continue // the row's own path rejects it, with the cause
+		}
+		at, err := time.Parse(time.RFC3339, fr.Time)
+		if err != nil {
+			continue
+		}
+		if !read {
+			read = true
+			if payload, err = d.cfg.Events.Payload(ctx, ev); err != nil {
+				return accepted
+			}
+		}
+		detail, err := forward.Detail(fr, forward.MetaOf(ev), payload)
+		if err != nil {
+			continue
+		}
+		puts = append(puts, put{i: i, t: t, e: BusEntry{Bus: fr.Bus, Source: fr.Source, DetailType: fr.DetailType, Detail: string(detail), Time: at}, n: forward.Size(fr, detail)})
+	}
+	type outcome struct {
+		res     Result
+		entries int
+	}
+	outcomes := make([]outcome, len(puts))
+	done := make(chan struct{}, len(puts))
+	for j, p := range puts {
+		go func() {
+			defer func() { done <- struct{}{} }()
+			res, n := d.batcher.put(ctx, nil, p.t, p.e, p.n, leaseEnd)
+			outcomes[j] = outcome{res, n}
+		}()
+	}
+	for range puts {
+		<-done
+	}
+	for j, p := range puts {
+		o := outcomes[j]
+		accepted[p.i] = o.res.State == Delivered
+		attrs := []any{"event_key", ev.Key.String(), "row", p.i, "target", rows[p.i].Target, "state", string(o.res.State), "attempt", 1, "before_commit", true}
+		if o.res.Cause != "" {
+			attrs = append(attrs, "cause", fmt.Sprintf("%s (committed pending: the outbox delivers it)", o.res.Cause))
+		}
+		if o.entries > 0 {
+			attrs = append(attrs, "put_entries", o.entries)
+		}
+		if o.res.State == Delivered {
+			// The row's metrics, as its record would publish them: the
+			// delivery is at its commit.
+			attrs = append(attrs, d.metricAttrs(Row{Target: rows[p.i].Target, CreatedAt: d.cfg.Now()}, Delivered)...)
+		}
+		d.cfg.Logger.Info("outbox row", attrs...)
+	}
+	return accepted
+}
