@@ -13,6 +13,17 @@
  * at every step (its message comes back after the visibility timeout), a
  * lease may expire at any moment (a slow worker), and a call may fail.
  *
+ * With AHEAD the row is a FORWARD route's that retries unknowns (its
+ * consumers dedupe on the event key): its entry is put under the event's
+ * lease, after the claim and before the commit, which writes the row
+ * delivered if the put was accepted (and settles the outbox), pending for
+ * the outbox's path if not; the first attempt, with no lease, declines
+ * such an event, and the last receive leaves the row to the outbox's
+ * path; a row whose outcome is unknown is put again, as the route
+ * allows. Then a second send is allowed only after an attempt that
+ * did not commit or a delivery cut short: sends <= 1 + crashes + expires
+ * + faults + replays.
+ *
  * Each step names the function that implements it ("impl:"), checked by
  * model/model_test.go so the model changes with the code. `make model`
  * checks the safety properties exhaustively and the liveness ones under
@@ -56,6 +67,14 @@ bool rowLease = false;
 byte rowAttempts = 0;
 bool pendingOutbox = false;  /* the event's outbox is not settled */
 byte sends = 0;          /* requests that reached the receiver */
+#ifdef AHEAD
+/* Each send past the first must follow an attempt or a delivery that
+ * ended without its record: a crash, a lease ended early, a failed or
+ * unknown call, a replay of the dead event. */
+#define SENDS_BOUND (sends <= 1 + crashes + expires + faults + replayed)
+#else
+#define SENDS_BOUND (sends <= 1)   /* no retry_unknown: never sent twice */
+#endif
 
 byte cur[2];             /* each worker's current owner token */
 byte crashes = 0;
@@ -158,6 +177,7 @@ inline crash() {
 proctype Worker(byte me) {
 	byte rc, tok;
 	bool crashedLast;
+	bool accepted;   /* this attempt's put ahead was accepted (AHEAD) */
 end:	do
 	:: atomic { queue?rc -> rc++; newToken(me, tok) };
 
@@ -174,8 +194,17 @@ end:	do
 				if
 				:: status == RECEIVED && attempts == 0 -> assert(body)   /* the read finds its payload */
 				:: else -> goto claim
-				fi
+				fi;
+#if defined(AHEAD) && !defined(AHEAD_FIRST)
+				/* A forwarding route that puts ahead: only under a lease. */
+				goto claim
+#endif
 			}
+#ifdef AHEAD_FIRST
+			/* broken on purpose: the first attempt puts its entry too,
+			 * with no lease, before its fenced commit */
+			atomic { sends++; accepted = true; assert(SENDS_BOUND) }
+#endif
 			/* The handler, and its commit fenced by the event being as
 			 * stored. impl: inboxstore.Store.CompleteFirst */
 			atomic {
@@ -193,6 +222,10 @@ end:	do
 					facts++;
 					assert(facts <= 1);
 					status = PROCESSED; attempts = 1; lease = false; owner = 0;
+#ifdef AHEAD_FIRST
+					row = R_DELIVERED; pendingOutbox = false;
+					goto next;
+#endif
 					row = R_PENDING; pendingOutbox = true;
 					goto deliver
 				:: else -> goto claim   /* claimed or processed meanwhile: the claim's path answers */
@@ -223,6 +256,30 @@ end:	do
 			fi
 		}
 
+#ifdef AHEAD
+		/* The entry put under the lease, before the commit, bounded to
+		 * end while the lease lasts. impl: processor.Processor.putAhead,
+		 * outbox.Deliverer.Ahead */
+		atomic {
+			if
+			:: CRASH -> crash()
+			NOCRASH
+			fi;
+			if
+			:: attempts > MAXATT -> goto dead
+			:: rc >= MAXRC -> skip   /* the last receive: after the commit, as the row's path */
+			:: !(status == PROCESSING && owner == tok && lease) -> skip   /* no time left in the lease: not put */
+			:: else ->
+				if
+				:: faults < FAULTS -> faults++          /* refused, or not sent: the row goes pending */
+				:: faults < FAULTS -> faults++; sends++   /* sent, its answer lost: pending, put again later */
+				:: true -> sends++; accepted = true
+				fi;
+				assert(SENDS_BOUND)
+			fi
+		}
+#endif
+
 		/* The handler, and its commit. impl: processor.Processor.record */
 		atomic {
 			if
@@ -250,7 +307,20 @@ end:	do
 					facts++;   /* the fact IF absent: only this commit writes it */
 					assert(facts <= 1);
 					status = PROCESSED; lease = false; owner = 0;
+#ifdef AHEAD
+					/* impl: inboxstore.Store.CompleteDelivered */
+#ifndef AHEAD_BLIND
+					if
+					:: accepted -> row = R_DELIVERED; pendingOutbox = false   /* settled in the commit */
+					:: else -> row = R_PENDING; pendingOutbox = true
+					fi;
+#else
+					row = R_DELIVERED; pendingOutbox = false   /* broken on purpose: delivered, whatever the put's answer */
+#endif
+					assert(row != R_DELIVERED || sends > 0)
+#else
 					row = R_PENDING; pendingOutbox = true
+#endif
 				:: else -> goto next   /* lease lost: the new holder answers for it */
 				fi
 			fi
@@ -269,10 +339,12 @@ end:	do
 				row = R_DELIVERING; rowOwner = tok; rowLease = true; rowAttempts++;
 				if :: rowAttempts > ROWATT -> row = R_DEAD; rowLease = false; goto settle :: else -> skip fi
 			:: row == R_DELIVERING && !rowLease ->   /* its holder stopped: it may have been sent */
-#ifndef RESEND_STOPPED
+#if !defined(RESEND_STOPPED) && !defined(AHEAD)
 				row = R_UNKNOWN; rowOwner = 0; goto settle
 #else
-				rowOwner = tok; rowLease = true; rowAttempts++   /* broken on purpose: sent again */
+				/* broken on purpose (AHEAD: the route retries unknowns): sent again */
+				rowOwner = tok; rowLease = true; rowAttempts++;
+				if :: rowAttempts > ROWATT -> row = R_DEAD; rowLease = false; goto settle :: else -> skip fi
 #endif
 			:: else -> goto settle                  /* final, or held by another worker */
 			fi
@@ -288,7 +360,7 @@ end:	do
 				goto settle
 			:: true ->
 				sends++;
-				assert(sends <= 1)   /* no retry_unknown here: never sent twice */
+				assert(SENDS_BOUND)
 			fi
 		}
 
@@ -300,7 +372,12 @@ end:	do
 			fi;
 			if
 			:: row == R_DELIVERING && rowOwner == tok -> row = R_DELIVERED; rowLease = false
+#ifndef AHEAD
 			:: row == R_DELIVERING && rowOwner == tok -> row = R_UNKNOWN; rowLease = false   /* sent, no answer */
+#else
+			/* sent, no answer: failed, put again (the route retries unknowns) */
+			:: row == R_DELIVERING && rowOwner == tok && faults < FAULTS -> faults++; row = R_FAILED; rowLease = false
+#endif
 			:: else -> skip
 			fi
 		}
@@ -332,7 +409,7 @@ end:	do
 	next:
 		skip;
 		/* Nothing of this receive is kept: the worker's token is free. */
-		d_step { rc = 0; tok = 0; crashedLast = false; cur[me] = 0 }
+		d_step { rc = 0; tok = 0; crashedLast = false; accepted = false; cur[me] = 0 }
 	od
 }
 

@@ -590,3 +590,30 @@ func TestResendRenews(t *testing.T) {
 		t.Errorf("%d copies of the object on a resend two days on, want 1 (renewed)", c.copied.Load())
 	}
 }
+
+// TestCommitDeliveredKeepsTheObject: a commit that writes its forwarding
+// row delivered (put ahead of it) finishes the event, so its expiry
+// counts from no later than its object's last write, as Complete's: the
+// object outlives the item.
+func TestCommitDeliveredKeepsTheObject(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	ev := event("large_forwarded", largePayload(t, 1<<20))
+	if _, err := f.store.Insert(ctx, ev, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	claimed, err := f.store.Claim(ctx, ev.Key, "w1", time.Now(), time.Now().Add(time.Minute))
+	if err != nil {
+		t.Fatal(err)
+	}
+	row := effects.Outbound{Action: effects.ActionEventBridge, Target: "eventbridge:stripe:bus", Key: "fwd", Body: []byte(`{}`)}
+	// Finished two days after it was stored.
+	if err := f.store.CompleteDelivered(ctx, claimed, "w1", effects.Plan{Outbound: []effects.Outbound{row}}, inbox.OutcomeIgnored, []string{"fwd"}, time.Now().Add(later)); err != nil {
+		t.Fatal(err)
+	}
+	got, err := f.store.Get(ctx, ev.Key, time.Now())
+	if err != nil || got.OutboxPending || got.Status != inbox.StatusProcessed {
+		t.Fatalf("event: %s, outbox pending %t, %v; want processed, settled", got.Status, got.OutboxPending, err)
+	}
+	f.checkKept(t, claimed)
+}

@@ -474,6 +474,9 @@ func TestCompleteDelivered(t *testing.T) {
 
 	t.Run("all delivered: settled in the commit", func(t *testing.T) {
 		e := mustClaimed(t, s, "evt_ahead_all", "worker-a")
+		// Committed late, past what the body was written to last: the
+		// commit that finishes the event must extend it.
+		at := t0.Add(inboxstore.BodyGrace + 30*time.Minute)
 		if err := s.CompleteDelivered(ctx, e, "worker-a", effects.Plan{Outbound: []effects.Outbound{fwd}}, inbox.OutcomeIgnored, []string{"fwd"}, at); err != nil {
 			t.Fatal(err)
 		}

@@ -3,7 +3,6 @@ package outbox
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 	"time"
 
 	"github.com/webhook-inbox/webhook-inbox/internal/effects"
@@ -35,10 +34,15 @@ import (
 // An event whose commit never lands after its entry was put — its claim
 // budget spent by such attempts, or the commit invalid — ends dead with
 // its entry put: its consumers have it, and its replay puts it again.
-func (d *Deliverer) Ahead(ctx context.Context, ev inbox.Event, rows []effects.Outbound, leaseEnd time.Time) []bool {
-	accepted := make([]bool, len(rows))
+//
+// The rows' log lines (and their OutboxRows metric) wait for the commit:
+// the caller calls record with whether it landed, so a delivery is counted
+// only for a row that exists.
+func (d *Deliverer) Ahead(ctx context.Context, ev inbox.Event, rows []effects.Outbound, leaseEnd time.Time) (accepted []bool, record func(committed bool)) {
+	accepted = make([]bool, len(rows))
+	record = func(bool) {}
 	if d.batcher == nil || d.cfg.Events == nil {
-		return accepted
+		return accepted, record
 	}
 	var payload []byte
 	var read bool
@@ -55,7 +59,7 @@ func (d *Deliverer) Ahead(ctx context.Context, ev inbox.Event, rows []effects.Ou
 			continue
 		}
 		var fr forward.Row
-		if err := json.Unmarshal(o.Body, &fr); err != nil {
+		if err := json.Unmarshal(o.Body, &fr); err != nil || fr.Bus == "" || fr.Source == "" || fr.DetailType == "" {
 			continue // the row's own path rejects it, with the cause
 		}
 		at, err := time.Parse(time.RFC3339, fr.Time)
@@ -65,7 +69,7 @@ func (d *Deliverer) Ahead(ctx context.Context, ev inbox.Event, rows []effects.Ou
 		if !read {
 			read = true
 			if payload, err = d.cfg.Events.Payload(ctx, ev); err != nil {
-				return accepted
+				return accepted, record
 			}
 		}
 		detail, err := forward.Detail(fr, forward.MetaOf(ev), payload)
@@ -91,21 +95,32 @@ func (d *Deliverer) Ahead(ctx context.Context, ev inbox.Event, rows []effects.Ou
 		<-done
 	}
 	for j, p := range puts {
-		o := outcomes[j]
-		accepted[p.i] = o.res.State == Delivered
-		attrs := []any{"event_key", ev.Key.String(), "row", p.i, "target", rows[p.i].Target, "state", string(o.res.State), "attempt", 1, "before_commit", true}
-		if o.res.Cause != "" {
-			attrs = append(attrs, "cause", fmt.Sprintf("%s (committed pending: the outbox delivers it)", o.res.Cause))
-		}
-		if o.entries > 0 {
-			attrs = append(attrs, "put_entries", o.entries)
-		}
-		if o.res.State == Delivered {
-			// The row's metrics, as its record would publish them: the
-			// delivery is at its commit.
-			attrs = append(attrs, d.metricAttrs(Row{Target: rows[p.i].Target, CreatedAt: d.cfg.Now()}, Delivered)...)
-		}
-		d.cfg.Logger.Info("outbox row", attrs...)
+		accepted[p.i] = outcomes[j].res.State == Delivered
 	}
-	return accepted
+	record = func(committed bool) {
+		for j, p := range puts {
+			o := outcomes[j]
+			attrs := []any{"event_key", ev.Key.String(), "row", p.i, "target", rows[p.i].Target, "state", string(o.res.State), "attempt", 1, "before_commit", true}
+			if o.res.Cause != "" {
+				attrs = append(attrs, "cause", o.res.Cause+" (committed pending: the outbox delivers it)")
+			}
+			if o.entries > 0 {
+				attrs = append(attrs, "put_entries", o.entries)
+			}
+			if !committed {
+				// No row: the next attempt puts the entry again (the
+				// route allows it), and its commit records the row.
+				d.cfg.Logger.Warn("outbox row put, its commit did not land", attrs...)
+				continue
+			}
+			if o.res.State == Delivered {
+				// The row's count, as its record would publish it; no
+				// DeliveryLatency: the row was delivered before it was
+				// written.
+				attrs = append(attrs, d.metricAttrs(Row{Target: rows[p.i].Target}, Delivered)...)
+			}
+			d.cfg.Logger.Info("outbox row", attrs...)
+		}
+	}
+	return accepted, record
 }

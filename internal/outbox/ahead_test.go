@@ -47,7 +47,7 @@ func TestAhead(t *testing.T) {
 			// No event store: the event in hand is all a put before the
 			// commit reads.
 			d := newForwarder(t, newMemStore(), srv.URL, tc.retryUnknown, memEvents{})
-			got := d.Ahead(context.Background(), forwarded, []effects.Outbound{rows[0], http1}, t0.Add(tc.leaseEnd))
+			got, _ := d.Ahead(context.Background(), forwarded, []effects.Outbound{rows[0], http1}, t0.Add(tc.leaseEnd))
 			if !slices.Equal(got, tc.want) {
 				t.Errorf("accepted %v, want %v", got, tc.want)
 			}
@@ -66,7 +66,7 @@ func TestAhead(t *testing.T) {
 		bus := &fakeBus{answer: putOK}
 		srv := bus.serve(t)
 		d := newForwarder(t, newMemStore(), srv.URL, true, failingPayload{})
-		if got := d.Ahead(context.Background(), forwarded, rows, t0.Add(time.Minute)); !slices.Equal(got, []bool{false}) || bus.count() != 0 {
+		if got, _ := d.Ahead(context.Background(), forwarded, rows, t0.Add(time.Minute)); !slices.Equal(got, []bool{false}) || bus.count() != 0 {
 			t.Errorf("accepted %v, %d put; want none", got, bus.count())
 		}
 	})

@@ -15,7 +15,7 @@ import (
 
 // Forwarding ahead of the commit (putAhead, outbox.Deliverer.Ahead,
 // inboxstore.Store.CompleteDelivered), for routes that retry unknowns.
-// The invariant (F1–F3 in docs/design.md):
+// The invariant (F1–F3 in docs/forwarding.md):
 //
 //	F1: a row is committed delivered only for an entry EventBridge
 //	    accepted; any other is committed pending, for the outbox;
@@ -62,17 +62,24 @@ type aheadOutbox struct {
 	// under.
 	puts   []effects.Outbound
 	leases []time.Time
+	// deadlines are the puts' contexts' deadlines (zero: none).
+	deadlines []time.Time
+	// recorded holds what each record of the puts was told of the
+	// commit.
+	recorded []bool
 }
 
-func (o *aheadOutbox) Ahead(_ context.Context, _ inbox.Event, rows []effects.Outbound, leaseEnd time.Time) []bool {
+func (o *aheadOutbox) Ahead(ctx context.Context, _ inbox.Event, rows []effects.Outbound, leaseEnd time.Time) ([]bool, func(bool)) {
 	o.c.add("put")
+	d, _ := ctx.Deadline()
+	o.deadlines = append(o.deadlines, d)
 	out := make([]bool, len(rows))
 	for i, r := range rows {
 		o.puts = append(o.puts, r)
 		o.leases = append(o.leases, leaseEnd)
 		out[i] = o.accept(r)
 	}
-	return out
+	return out, func(committed bool) { o.recorded = append(o.recorded, committed) }
 }
 
 func TestForwardedAheadOfTheCommit(t *testing.T) {
@@ -92,6 +99,11 @@ func TestForwardedAheadOfTheCommit(t *testing.T) {
 		accept   func(effects.Outbound) bool
 		commit   func(plan effects.Plan, delivered []string) error
 		receives int
+		// deadline, if set, is the invocation's.
+		deadline time.Time
+		// then, if set, is a second receive of the message after the
+		// first's.
+		then int
 	}
 	run := func(t *testing.T, s setup) (*harness, *aheadStore, *aheadOutbox, *calls, events.SQSEventResponse) {
 		t.Helper()
@@ -121,9 +133,20 @@ func TestForwardedAheadOfTheCommit(t *testing.T) {
 			ob = &aheadOutbox{fakeOutbox: cfg.Outbox.(*fakeOutbox), c: c, accept: s.accept}
 			cfg.Store, cfg.Outbox, cfg.Forward = st, ob, s.routes
 		})
-		resp, err := h.p.Handle(context.Background(), events.SQSEvent{Records: []events.SQSMessage{message(t, "m1", s.receives)}})
+		ctx := context.Background()
+		if !s.deadline.IsZero() {
+			var cancel context.CancelFunc
+			ctx, cancel = context.WithDeadline(ctx, s.deadline)
+			defer cancel()
+		}
+		resp, err := h.p.Handle(ctx, events.SQSEvent{Records: []events.SQSMessage{message(t, "m1", s.receives)}})
 		if err != nil {
 			t.Fatal(err)
+		}
+		if s.then > 0 {
+			if resp, err = h.p.Handle(ctx, events.SQSEvent{Records: []events.SQSMessage{message(t, "m1", s.then)}}); err != nil {
+				t.Fatal(err)
+			}
 		}
 		return h, st, ob, c, resp
 	}
@@ -152,6 +175,9 @@ func TestForwardedAheadOfTheCommit(t *testing.T) {
 		if len(resp.BatchItemFailures) != 0 {
 			t.Errorf("failures %v, want the message acknowledged", resp.BatchItemFailures)
 		}
+		if !slices.Equal(ob.recorded, []bool{true}) {
+			t.Errorf("puts recorded as %v, want told the commit landed", ob.recorded)
+		}
 	})
 	t.Run("not accepted: committed pending, for the outbox", func(t *testing.T) {
 		h, _, _, c, _ := run(t, setup{routes: retrying, handler: nothing, accept: func(effects.Outbound) bool { return false }})
@@ -169,14 +195,44 @@ func TestForwardedAheadOfTheCommit(t *testing.T) {
 			if len(ob.puts) != 1 || len(h.outbox.calls) != 0 {
 				t.Errorf("puts %d, deliveries %v: want one put, no delivery", len(ob.puts), h.outbox.calls)
 			}
-			// Back for another attempt, which puts it again: the route
-			// allows it, and only an attempt that did not commit leads
-			// to it.
+			if !slices.Equal(ob.recorded, []bool{false}) {
+				t.Errorf("puts recorded as %v, want told the commit did not land", ob.recorded)
+			}
 			if len(resp.BatchItemFailures) != 1 {
 				t.Errorf("failures %v, want the message back", resp.BatchItemFailures)
 			}
 		})
 	}
+	t.Run("the next attempt after a failed commit puts again, under its own claim", func(t *testing.T) {
+		tries := 0
+		_, _, ob, c, resp := run(t, setup{routes: retrying, handler: nothing, then: 2, commit: func(effects.Plan, []string) error {
+			if tries++; tries == 1 {
+				return inbox.ErrUnavailable
+			}
+			return nil
+		}})
+		if got := c.list(); !slices.Equal(got, []string{"peek", "claim", "put", "complete delivered", "claim", "put", "complete delivered"}) {
+			t.Errorf("calls %v", got)
+		}
+		if !slices.Equal(ob.recorded, []bool{false, true}) || len(resp.BatchItemFailures) != 0 {
+			t.Errorf("recorded %v, failures %v: want the second attempt committed", ob.recorded, resp.BatchItemFailures)
+		}
+	})
+	t.Run("the last receive: the row after the commit", func(t *testing.T) {
+		h, _, ob, c, _ := run(t, setup{routes: retrying, handler: nothing, receives: 3})
+		// MaxReceiveCount 3: a commit failing after a put would make the
+		// event dead with its entry put.
+		if len(ob.puts) != 0 || !slices.Equal(c.list(), []string{"claim", "complete"}) || len(h.outbox.calls) != 1 {
+			t.Errorf("puts %d, calls %v, deliveries %v: want no put, a plain commit, the row delivered after it", len(ob.puts), c.list(), h.outbox.calls)
+		}
+	})
+	t.Run("the puts leave time to commit", func(t *testing.T) {
+		deadline := time.Now().Add(time.Minute)
+		_, _, ob, _, _ := run(t, setup{routes: retrying, handler: nothing, deadline: deadline})
+		if len(ob.deadlines) != 1 || ob.deadlines[0].IsZero() || ob.deadlines[0].After(deadline.Add(-commitTime)) {
+			t.Errorf("put deadlines %v, want at least %s before the invocation's %v", ob.deadlines, commitTime, deadline)
+		}
+	})
 	t.Run("a route that does not retry unknowns: the first attempt, the row after the commit", func(t *testing.T) {
 		once := forward.Routes{{Source: "stripe", Bus: "bus", RetryUnknown: false}}
 		h, _, ob, c, _ := run(t, setup{routes: once, handler: nothing})

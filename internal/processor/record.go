@@ -62,13 +62,20 @@ func (p *Processor) record(work, book context.Context, inv invocation, j *job) r
 	if err != nil {
 		return p.failed(work, book, j, k, res, err)
 	}
-	delivered := p.putAhead(work, ev, plan, leaseEnd)
+	var delivered []string
+	recordPuts := func(bool) {}
+	if !p.last(rec) {
+		// Not on the last receive, where a commit failing after the put
+		// would make the event dead: then the rows go after the commit.
+		delivered, recordPuts = p.putAhead(work, ev, plan, leaseEnd)
+	}
 	outcome, plan, err = p.commit(plan, outcome, func(plan effects.Plan, outcome inbox.Outcome) error {
 		if len(delivered) > 0 {
 			return p.cfg.Store.(deliveredCommitter).CompleteDelivered(work, ev, owner, plan, outcome, delivered, p.cfg.Now())
 		}
 		return p.cfg.Store.Complete(work, ev, owner, plan, outcome, p.cfg.Now())
 	})
+	recordPuts(err == nil)
 	switch {
 	case err == nil:
 		return p.committed(work, book, j, ev, plan, delivered, outcome, res)
@@ -153,7 +160,7 @@ func (p *Processor) committed(work, book context.Context, j *job, ev inbox.Event
 // aheadPutter is an Outbox that can put forwarding rows' entries before
 // their event's commit (outbox.Deliverer.Ahead).
 type aheadPutter interface {
-	Ahead(ctx context.Context, ev inbox.Event, rows []effects.Outbound, leaseEnd time.Time) []bool
+	Ahead(ctx context.Context, ev inbox.Event, rows []effects.Outbound, leaseEnd time.Time) (accepted []bool, record func(committed bool))
 }
 
 // deliveredCommitter is a Store that commits rows delivered before the
@@ -187,15 +194,19 @@ func (p *Processor) putsAhead(ev inbox.Event) bool {
 // the event's outbox has already (written by a run before a forced
 // re-run, which the commit keeps as it is) is not put.
 //
-// The invariant it keeps with the commit (F1–F3 in docs/design.md): a row
-// is written delivered only for an entry accepted; an entry is put only
-// while its worker holds the event's lease, before the commit that lease
-// fences, so of racing messages only the holder puts it, and it is put
-// again only after an attempt that did not commit (its worker stopped, its
-// lease ran out, its commit failed), which such a route allows.
-func (p *Processor) putAhead(ctx context.Context, ev inbox.Event, plan effects.Plan, leaseEnd time.Time) []string {
+// The invariant it keeps with the commit (F1–F3 in docs/forwarding.md):
+// a row is written delivered only for an entry accepted; an entry is put
+// only while its worker holds the event's lease, before the commit that
+// lease fences, so of racing messages only the holder puts it, and it is
+// put again only after an attempt that did not commit (its worker
+// stopped, its lease ran out, its commit failed), which such a route
+// allows. The puts end with commitTime left before ctx's deadline, for
+// the commit. record logs the rows once the caller knows whether its
+// commit landed.
+func (p *Processor) putAhead(ctx context.Context, ev inbox.Event, plan effects.Plan, leaseEnd time.Time) (delivered []string, record func(committed bool)) {
+	record = func(bool) {}
 	if !p.putsAhead(ev) {
-		return nil
+		return nil, record
 	}
 	var rows []effects.Outbound
 	for _, o := range plan.Outbound {
@@ -204,16 +215,26 @@ func (p *Processor) putAhead(ctx context.Context, ev inbox.Event, plan effects.P
 		}
 	}
 	if len(rows) == 0 {
-		return nil
+		return nil, record
 	}
-	var delivered []string
-	for i, ok := range p.cfg.Outbox.(aheadPutter).Ahead(ctx, ev, rows, leaseEnd) {
+	if deadline, ok := ctx.Deadline(); ok {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithDeadline(ctx, deadline.Add(-commitTime))
+		defer cancel()
+	}
+	accepted, record := p.cfg.Outbox.(aheadPutter).Ahead(ctx, ev, rows, leaseEnd)
+	for i, ok := range accepted {
 		if ok {
 			delivered = append(delivered, rows[i].Key)
 		}
 	}
-	return delivered
+	return delivered, record
 }
+
+// commitTime is kept, after the puts ahead of a commit, for the commit
+// itself before the record's deadline: a put that ended at the deadline
+// would leave no time to commit, and the next attempt would put again.
+const commitTime = 3 * time.Second
 
 // checkTargets refuses a plan whose outbound call names a target the
 // outbox has no configuration for. Committed, its effects would be applied
