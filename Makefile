@@ -11,12 +11,13 @@ ARTIFACTS_DIR ?= .build/$*
 
 # Lambda binaries: provided.al2023 on arm64, static, no RPC shim, no paths or
 # symbols baked in (smaller binary, faster cold start). The SDK (its generated
-# service clients, serializers, endpoint rules, and its core: code that waits
-# on the network) is compiled without inlining, which keeps each bootstrap
-# under 10 MB (docs/performance.md, "Binary size and dependencies").
+# service clients, serializers, endpoint rules, its core, and smithy-go under
+# it: code that waits on the network) is compiled without inlining, which
+# keeps each bootstrap under 10 MB (docs/performance.md, "Binary size and
+# dependencies").
 LAMBDA_ARCH  ?= arm64
 LAMBDA_ENV   := CGO_ENABLED=0 GOOS=linux GOARCH=$(LAMBDA_ARCH)
-LAMBDA_FLAGS := -tags lambda.norpc -trimpath -ldflags='-s -w' -gcflags='github.com/aws/aws-sdk-go-v2/...=-l'
+LAMBDA_FLAGS := -tags lambda.norpc -trimpath -ldflags='-s -w' -gcflags='github.com/aws/aws-sdk-go-v2/...=-l' -gcflags='github.com/aws/smithy-go/...=-l'
 
 # Function logical ID in template.yaml -> its main package.
 LAMBDA_FUNCTIONS          := IngestFunction ProcessorFunction ReplayFunction

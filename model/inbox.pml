@@ -308,7 +308,7 @@ end:	do
 					assert(facts <= 1);
 					status = PROCESSED; lease = false; owner = 0;
 #ifdef AHEAD
-					/* impl: inboxstore.Store.CompleteDelivered */
+					/* impl: inboxstore.Store.CompleteDeliveredExpiring */
 #ifndef AHEAD_BLIND
 					if
 					:: accepted -> row = R_DELIVERED; pendingOutbox = false   /* settled in the commit */

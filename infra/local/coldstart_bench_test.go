@@ -99,7 +99,7 @@ func BenchmarkColdStart(b *testing.B) {
 func buildPackage(tb testing.TB, pkg string) string {
 	tb.Helper()
 	out := filepath.Join(tb.TempDir(), "bootstrap")
-	cmd := exec.Command("go", "build", "-tags", "lambda.norpc", "-trimpath", "-ldflags=-s -w", "-gcflags=github.com/aws/aws-sdk-go-v2/...=-l", "-o", out, pkg)
+	cmd := exec.Command("go", "build", "-tags", "lambda.norpc", "-trimpath", "-ldflags=-s -w", "-gcflags=github.com/aws/aws-sdk-go-v2/...=-l", "-gcflags=github.com/aws/smithy-go/...=-l", "-o", out, pkg)
 	cmd.Dir = repoRoot
 	cmd.Env = append(cmd.Environ(), "CGO_ENABLED=0")
 	if b, err := cmd.CombinedOutput(); err != nil {

@@ -152,7 +152,7 @@ func (s *Store) Complete(ctx context.Context, ev inbox.Event, owner string, plan
 	return s.Store.CompleteExpiring(ctx, ev, owner, plan, outcome, now, expiresFrom)
 }
 
-// CompleteDelivered commits as inboxstore.Store.CompleteDelivered does,
+// CompleteDelivered commits as inboxstore.Store.CompleteDeliveredExpiring does,
 // its expiry counted as Complete's.
 func (s *Store) CompleteDelivered(ctx context.Context, ev inbox.Event, owner string, plan effects.Plan, outcome inbox.Outcome, delivered []string, now time.Time) error {
 	expiresFrom, err := s.expiresFrom(ctx, ev, now)

@@ -64,20 +64,15 @@ func (s *Store) CompleteExpiring(ctx context.Context, ev inbox.Event, owner stri
 	return s.complete(ctx, ev, owner, plan, outcome, nil, now, expiresFrom)
 }
 
-// CompleteDelivered is Complete for a plan some of whose outbound calls
-// the caller made already, under the lease this commit is fenced by
-// (outbox.Deliverer.Ahead): delivered holds their keys (effects.Outbound
-// Key, as in the plan). Their rows are written delivered, for inspect and
-// the review to find, and are never claimed; when no other row is left
-// to deliver the event's outbox is settled in the commit: the event
-// leaves the index and expires after the store's retention, as an event
-// with no row does.
-func (s *Store) CompleteDelivered(ctx context.Context, ev inbox.Event, owner string, plan effects.Plan, outcome inbox.Outcome, delivered []string, now time.Time) error {
-	return s.complete(ctx, ev, owner, plan, outcome, delivered, now, now)
-}
-
-// CompleteDeliveredExpiring is CompleteDelivered with the event's expiry
-// counted from expiresFrom, as CompleteExpiring.
+// CompleteDeliveredExpiring is CompleteExpiring for a plan some of whose
+// outbound calls the caller made already, under the lease this commit is
+// fenced by (outbox.Deliverer.Ahead): delivered holds their keys
+// (effects.Outbound Key, as in the plan). Their rows are written
+// delivered, for inspect and the review to find, and are never claimed;
+// when no other row is left to deliver the event's outbox is settled in
+// the commit: the event leaves the index and expires after the store's
+// retention, as an event with no row does. (The processor commits through
+// claimcheck.Store.CompleteDelivered, which counts the expiry.)
 func (s *Store) CompleteDeliveredExpiring(ctx context.Context, ev inbox.Event, owner string, plan effects.Plan, outcome inbox.Outcome, delivered []string, now, expiresFrom time.Time) error {
 	return s.complete(ctx, ev, owner, plan, outcome, delivered, now, expiresFrom)
 }

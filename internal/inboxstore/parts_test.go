@@ -477,7 +477,7 @@ func TestCompleteDelivered(t *testing.T) {
 		// Committed late, past what the body was written to last: the
 		// commit that finishes the event must extend it.
 		at := t0.Add(inboxstore.BodyGrace + 30*time.Minute)
-		if err := s.CompleteDelivered(ctx, e, "worker-a", effects.Plan{Outbound: []effects.Outbound{fwd}}, inbox.OutcomeIgnored, []string{"fwd"}, at); err != nil {
+		if err := s.CompleteDeliveredExpiring(ctx, e, "worker-a", effects.Plan{Outbound: []effects.Outbound{fwd}}, inbox.OutcomeIgnored, []string{"fwd"}, at, at); err != nil {
 			t.Fatal(err)
 		}
 		got := mustGet(t, s, e.Key, at)
@@ -502,7 +502,7 @@ func TestCompleteDelivered(t *testing.T) {
 	t.Run("another row to deliver: pending", func(t *testing.T) {
 		e := mustClaimed(t, s, "evt_ahead_some", "worker-a")
 		plan := effects.Plan{Outbound: []effects.Outbound{{Action: fwd.Action, Target: fwd.Target, Key: "fwd2", Body: fwd.Body}, receipt}}
-		if err := s.CompleteDelivered(ctx, e, "worker-a", plan, inbox.OutcomeApplied, []string{"fwd2"}, at); err != nil {
+		if err := s.CompleteDeliveredExpiring(ctx, e, "worker-a", plan, inbox.OutcomeApplied, []string{"fwd2"}, at, at); err != nil {
 			t.Fatal(err)
 		}
 		got := mustGet(t, s, e.Key, at)
@@ -522,7 +522,7 @@ func TestCompleteDelivered(t *testing.T) {
 	t.Run("fenced by the lease", func(t *testing.T) {
 		e := mustClaimed(t, s, "evt_ahead_lost", "worker-a")
 		plan := effects.Plan{Outbound: []effects.Outbound{{Action: fwd.Action, Target: fwd.Target, Key: "fwd3", Body: fwd.Body}}}
-		if err := s.CompleteDelivered(ctx, e, "worker-b", plan, inbox.OutcomeIgnored, []string{"fwd3"}, at); !errors.Is(err, inbox.ErrLeaseLost) {
+		if err := s.CompleteDeliveredExpiring(ctx, e, "worker-b", plan, inbox.OutcomeIgnored, []string{"fwd3"}, at, at); !errors.Is(err, inbox.ErrLeaseLost) {
 			t.Errorf("commit by another: got %v, want inbox.ErrLeaseLost", err)
 		}
 		if _, err := s.Row(ctx, skey("fwd3")); !errors.Is(err, inbox.ErrNotFound) {

@@ -2,11 +2,10 @@ package outbox
 
 import (
 	"context"
-	"encoding/json"
+	"sync"
 	"time"
 
 	"github.com/webhook-inbox/webhook-inbox/internal/effects"
-	"github.com/webhook-inbox/webhook-inbox/internal/forward"
 	"github.com/webhook-inbox/webhook-inbox/internal/inbox"
 )
 
@@ -44,68 +43,40 @@ func (d *Deliverer) Ahead(ctx context.Context, ev inbox.Event, rows []effects.Ou
 	if d.batcher == nil || d.cfg.Events == nil {
 		return accepted, record
 	}
-	var payload []byte
-	var read bool
+	// Each row's put, with its outcome and the size of the request that
+	// carried it; made at once, so that they go in one request a bus.
 	type put struct {
-		i int
-		t Target
-		e BusEntry
-		n int
+		i       int
+		res     Result
+		entries int
 	}
-	var puts []put
+	var puts []*put
+	var wg sync.WaitGroup
 	for i, o := range rows {
 		t, ok := d.cfg.Targets[o.Target]
 		if o.Action != effects.ActionEventBridge || !ok || !t.RetryUnknown {
 			continue
 		}
-		var fr forward.Row
-		if err := json.Unmarshal(o.Body, &fr); err != nil || fr.Bus == "" || fr.Source == "" || fr.DetailType == "" {
-			continue // the row's own path rejects it, with the cause
+		entry, size, res := d.entry(ctx, o.Body, &ev)
+		if res.State != "" {
+			continue // left to the row's path, which records why
 		}
-		at, err := time.Parse(time.RFC3339, fr.Time)
-		if err != nil {
-			continue
-		}
-		if !read {
-			read = true
-			if payload, err = d.cfg.Events.Payload(ctx, ev); err != nil {
-				return accepted, record
-			}
-		}
-		detail, err := forward.Detail(fr, forward.MetaOf(ev), payload)
-		if err != nil {
-			continue
-		}
-		puts = append(puts, put{i: i, t: t, e: BusEntry{Bus: fr.Bus, Source: fr.Source, DetailType: fr.DetailType, Detail: string(detail), Time: at}, n: forward.Size(fr, detail)})
+		p := &put{i: i}
+		puts = append(puts, p)
+		wg.Go(func() { p.res, p.entries = d.batcher.put(ctx, nil, t, entry, size, leaseEnd) })
 	}
-	type outcome struct {
-		res     Result
-		entries int
-	}
-	outcomes := make([]outcome, len(puts))
-	done := make(chan struct{}, len(puts))
-	for j, p := range puts {
-		go func() {
-			defer func() { done <- struct{}{} }()
-			res, n := d.batcher.put(ctx, nil, p.t, p.e, p.n, leaseEnd)
-			outcomes[j] = outcome{res, n}
-		}()
-	}
-	for range puts {
-		<-done
-	}
-	for j, p := range puts {
-		accepted[p.i] = outcomes[j].res.State == Delivered
+	wg.Wait()
+	for _, p := range puts {
+		accepted[p.i] = p.res.State == Delivered
 	}
 	record = func(committed bool) {
-		for j, p := range puts {
-			o := outcomes[j]
-			attrs := []any{"event_key", ev.Key.String(), "row", p.i, "target", rows[p.i].Target, "state", string(o.res.State), "attempt", 1, "before_commit", true}
-			if o.res.Cause != "" {
-				attrs = append(attrs, "cause", o.res.Cause+" (committed pending: the outbox delivers it)")
+		for _, p := range puts {
+			attrs := []any{"event_key", ev.Key.String(), "row", p.i, "target", rows[p.i].Target, "state", string(p.res.State), "attempt", 1, "before_commit", true}
+			if p.res.Cause != "" {
+				attrs = append(attrs, "cause", p.res.Cause+" (committed pending: the outbox delivers it)")
 			}
-			if o.entries > 0 {
-				attrs = append(attrs, "put_entries", o.entries)
+			if p.entries > 0 {
+				attrs = append(attrs, "put_entries", p.entries)
 			}
 			if !committed {
 				// No row: the next attempt puts the entry again (the
@@ -113,7 +84,7 @@ func (d *Deliverer) Ahead(ctx context.Context, ev inbox.Event, rows []effects.Ou
 				d.cfg.Logger.Warn("outbox row put, its commit did not land", attrs...)
 				continue
 			}
-			if o.res.State == Delivered {
+			if p.res.State == Delivered {
 				// The row's count, as its record would publish it; no
 				// DeliveryLatency: the row was delivered before it was
 				// written.

@@ -48,40 +48,54 @@ func (d *Deliverer) put(ctx context.Context, tk *ticket, t Target, r Row, leaseE
 	if d.batcher == nil || d.cfg.Events == nil {
 		return Result{State: Failed, Cause: "no EventBridge client is configured"}, 0
 	}
+	entry, size, res := d.entry(ctx, r.Body, nil)
+	if res.State != "" {
+		return res, 0
+	}
+	return d.batcher.put(ctx, tk, t, entry, size, leaseEnd)
+}
+
+// entry builds the PutEvents entry of a forwarding row's body, with the
+// Detail from its event's stored payload, and returns the entry's size as
+// EventBridge counts it. ev is the event in hand (a put ahead of its
+// commit); nil, it is read. A row that cannot be put returns its outcome.
+func (d *Deliverer) entry(ctx context.Context, body []byte, ev *inbox.Event) (BusEntry, int, Result) {
 	var fr forward.Row
-	if err := json.Unmarshal(r.Body, &fr); err != nil || fr.Bus == "" || fr.Source == "" || fr.DetailType == "" {
-		return Result{State: Rejected, Cause: fmt.Sprintf("not a forwarding row (%v)", err)}, 0
+	if err := json.Unmarshal(body, &fr); err != nil || fr.Bus == "" || fr.Source == "" || fr.DetailType == "" {
+		return BusEntry{}, 0, Result{State: Rejected, Cause: fmt.Sprintf("not a forwarding row (%v)", err)}
 	}
 	at, err := time.Parse(time.RFC3339, fr.Time)
 	if err != nil {
-		return Result{State: Rejected, Cause: "forwarding row: time: " + err.Error()}, 0
+		return BusEntry{}, 0, Result{State: Rejected, Cause: "forwarding row: time: " + err.Error()}
 	}
-	k, err := inbox.ParseKey(fr.EventKey)
-	if err != nil {
-		return Result{State: Rejected, Cause: "forwarding row: event key: " + err.Error()}, 0
+	if ev == nil {
+		k, err := inbox.ParseKey(fr.EventKey)
+		if err != nil {
+			return BusEntry{}, 0, Result{State: Rejected, Cause: "forwarding row: event key: " + err.Error()}
+		}
+		read, err := d.cfg.Events.ReadEvent(ctx, k, d.cfg.Now())
+		switch {
+		case errors.Is(err, inbox.ErrNotFound):
+			return BusEntry{}, 0, Result{State: Rejected, Cause: "its event is no longer stored"}
+		case errors.Is(err, inbox.ErrInvalid):
+			return BusEntry{}, 0, Result{State: Rejected, Cause: "its event: " + err.Error()}
+		case err != nil:
+			return BusEntry{}, 0, Result{State: Failed, Cause: "reading its event: " + err.Error()}
+		}
+		ev = &read
 	}
-	ev, err := d.cfg.Events.ReadEvent(ctx, k, d.cfg.Now())
+	payload, err := d.cfg.Events.Payload(ctx, *ev)
 	switch {
-	case errors.Is(err, inbox.ErrNotFound):
-		return Result{State: Rejected, Cause: "its event is no longer stored"}, 0
 	case errors.Is(err, inbox.ErrInvalid):
-		return Result{State: Rejected, Cause: "its event: " + err.Error()}, 0
+		return BusEntry{}, 0, Result{State: Rejected, Cause: "its event's payload: " + err.Error()}
 	case err != nil:
-		return Result{State: Failed, Cause: "reading its event: " + err.Error()}, 0
+		return BusEntry{}, 0, Result{State: Failed, Cause: "reading its event's payload: " + err.Error()}
 	}
-	payload, err := d.cfg.Events.Payload(ctx, ev)
-	switch {
-	case errors.Is(err, inbox.ErrInvalid):
-		return Result{State: Rejected, Cause: "its event's payload: " + err.Error()}, 0
-	case err != nil:
-		return Result{State: Failed, Cause: "reading its event's payload: " + err.Error()}, 0
-	}
-	detail, err := forward.Detail(fr, forward.MetaOf(ev), payload)
+	detail, err := forward.Detail(fr, forward.MetaOf(*ev), payload)
 	if err != nil {
-		return Result{State: Rejected, Cause: err.Error()}, 0
+		return BusEntry{}, 0, Result{State: Rejected, Cause: err.Error()}
 	}
-	entry := BusEntry{Bus: fr.Bus, Source: fr.Source, DetailType: fr.DetailType, Detail: string(detail), Time: at}
-	return d.batcher.put(ctx, tk, t, entry, forward.Size(fr, detail), leaseEnd)
+	return BusEntry{Bus: fr.Bus, Source: fr.Source, DetailType: fr.DetailType, Detail: string(detail), Time: at}, forward.Size(fr, detail), Result{}
 }
 
 // entryOutcome is what an entry's place in a PutEvents answer makes of

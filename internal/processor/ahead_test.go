@@ -14,7 +14,7 @@ import (
 )
 
 // Forwarding ahead of the commit (putAhead, outbox.Deliverer.Ahead,
-// inboxstore.Store.CompleteDelivered), for routes that retry unknowns.
+// inboxstore.Store.CompleteDeliveredExpiring), for routes that retry unknowns.
 // The invariant (F1–F3 in docs/forwarding.md):
 //
 //	F1: a row is committed delivered only for an entry EventBridge

@@ -164,7 +164,7 @@ type aheadPutter interface {
 }
 
 // deliveredCommitter is a Store that commits rows delivered before the
-// commit (inboxstore.Store.CompleteDelivered).
+// commit (inboxstore.Store.CompleteDeliveredExpiring).
 type deliveredCommitter interface {
 	CompleteDelivered(ctx context.Context, ev inbox.Event, owner string, plan effects.Plan, outcome inbox.Outcome, delivered []string, now time.Time) error
 }
