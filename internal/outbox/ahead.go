@@ -72,17 +72,20 @@ func (d *Deliverer) Ahead(ctx context.Context, ev inbox.Event, rows []effects.Ou
 	record = func(committed bool) {
 		for _, p := range puts {
 			attrs := []any{"event_key", ev.Key.String(), "row", p.i, "target", rows[p.i].Target, "state", string(p.res.State), "attempt", 1, "before_commit", true}
-			if p.res.Cause != "" {
-				attrs = append(attrs, "cause", p.res.Cause+" (committed pending: the outbox delivers it)")
-			}
 			if p.entries > 0 {
 				attrs = append(attrs, "put_entries", p.entries)
 			}
 			if !committed {
+				if p.res.Cause != "" {
+					attrs = append(attrs, "cause", p.res.Cause)
+				}
 				// No row: the next attempt puts the entry again (the
 				// route allows it), and its commit records the row.
 				d.cfg.Logger.Warn("outbox row put, its commit did not land", attrs...)
 				continue
+			}
+			if p.res.Cause != "" {
+				attrs = append(attrs, "cause", p.res.Cause+" (committed pending: the outbox delivers it)")
 			}
 			if p.res.State == Delivered {
 				// The row's count, as its record would publish it; no

@@ -154,6 +154,11 @@ type Config struct {
 // Processor is the processor Lambda's handler.
 type Processor struct {
 	cfg Config
+	// ahead and aheadStore are the outbox and the store as they put
+	// forwarding rows' entries before the commit and commit the rows
+	// delivered; nil unless both can (record.putsAhead).
+	ahead      aheadPutter
+	aheadStore deliveredCommitter
 }
 
 // New returns a processor; Store, Outbox, DeadLetters, Visibility, Routes
@@ -201,7 +206,12 @@ func New(cfg Config) (*Processor, error) {
 	if cfg.Rand == nil {
 		cfg.Rand = mrand.Float64
 	}
-	return &Processor{cfg: cfg}, nil
+	p := &Processor{cfg: cfg}
+	ahead, ok := cfg.Outbox.(aheadPutter)
+	if store, ok2 := cfg.Store.(deliveredCommitter); ok && ok2 {
+		p.ahead, p.aheadStore = ahead, store
+	}
+	return p, nil
 }
 
 // leaseMargin outlives the invocation so a lease never ends while its

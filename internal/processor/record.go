@@ -71,7 +71,7 @@ func (p *Processor) record(work, book context.Context, inv invocation, j *job) r
 	}
 	outcome, plan, err = p.commit(plan, outcome, func(plan effects.Plan, outcome inbox.Outcome) error {
 		if len(delivered) > 0 {
-			return p.cfg.Store.(deliveredCommitter).CompleteDelivered(work, ev, owner, plan, outcome, delivered, p.cfg.Now())
+			return p.aheadStore.CompleteDelivered(work, ev, owner, plan, outcome, delivered, p.cfg.Now())
 		}
 		return p.cfg.Store.Complete(work, ev, owner, plan, outcome, p.cfg.Now())
 	})
@@ -164,7 +164,7 @@ type aheadPutter interface {
 }
 
 // deliveredCommitter is a Store that commits rows delivered before the
-// commit (inboxstore.Store.CompleteDeliveredExpiring).
+// commit (claimcheck.Store.CompleteDelivered).
 type deliveredCommitter interface {
 	CompleteDelivered(ctx context.Context, ev inbox.Event, owner string, plan effects.Plan, outcome inbox.Outcome, delivered []string, now time.Time) error
 }
@@ -173,10 +173,7 @@ type deliveredCommitter interface {
 // are put before the commit: one that retries unknowns (its consumers
 // dedupe on the event key), with an outbox and a store that can.
 func (p *Processor) putsAhead(ev inbox.Event) bool {
-	if _, ok := p.cfg.Outbox.(aheadPutter); !ok {
-		return false
-	}
-	if _, ok := p.cfg.Store.(deliveredCommitter); !ok {
+	if p.ahead == nil {
 		return false
 	}
 	for _, r := range p.cfg.Forward.Match(ev.Key.Source, ev.Type) {
@@ -222,7 +219,7 @@ func (p *Processor) putAhead(ctx context.Context, ev inbox.Event, plan effects.P
 		ctx, cancel = context.WithDeadline(ctx, deadline.Add(-commitTime))
 		defer cancel()
 	}
-	accepted, record := p.cfg.Outbox.(aheadPutter).Ahead(ctx, ev, rows, leaseEnd)
+	accepted, record := p.ahead.Ahead(ctx, ev, rows, leaseEnd)
 	for i, ok := range accepted {
 		if ok {
 			delivered = append(delivered, rows[i].Key)
