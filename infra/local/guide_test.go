@@ -162,11 +162,7 @@ func TestGuideAddsAHandler(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		apiPort, err := awstest.FreePort()
-		if err != nil {
-			t.Fatal(err)
-		}
-		cmd := exec.CommandContext(ctx, bin, "-api", fmt.Sprintf("127.0.0.1:%d", apiPort), "-aws-port", fmt.Sprint(awsPort), "-state", t.TempDir())
+		cmd := exec.CommandContext(ctx, bin, "-api", "127.0.0.1:0", "-aws-port", fmt.Sprint(awsPort), "-state", t.TempDir())
 		cmd.Dir = repoRoot
 		cmd.Env = env
 		out, err := cmd.CombinedOutput()
@@ -196,9 +192,9 @@ func TestGuideAddsAHandler(t *testing.T) {
 	if targets == m[1] {
 		t.Fatal("docs/handlers.md: the make-run block's TARGETS has no receiver on http://127.0.0.1:9000")
 	}
-	api, awsPort, out, stop := startRun(t, bin, append(env, "TARGETS="+targets)...)
+	awsPort, out, stop := startRun(t, bin, append(env, "TARGETS="+targets)...)
 	defer stop()
-	waitListening(t, api, 60*time.Second, out)
+	api := waitListening(t, 60*time.Second, out)
 
 	var flags []string
 	for _, b := range blocks {

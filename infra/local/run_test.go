@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"syscall"
@@ -49,9 +50,9 @@ func TestMakeRunReceipts(t *testing.T) {
 	}))
 	defer receiver.Close()
 
-	api, _, out, stop := startRun(t, buildRun(t), fmt.Sprintf(`TARGETS=[{"name":"receipt","url":%q}]`, receiver.URL+"/receipts"))
+	_, out, stop := startRun(t, buildRun(t), fmt.Sprintf(`TARGETS=[{"name":"receipt","url":%q}]`, receiver.URL+"/receipts"))
 	defer stop()
-	waitListening(t, api, 60*time.Second, out)
+	api := waitListening(t, 60*time.Second, out)
 
 	sources, err := local.LoadSources(filepath.Join(repoRoot, "infra/local/sources.json"))
 	if err != nil {
@@ -151,19 +152,18 @@ func buildRun(tb testing.TB, flags ...string) string {
 // and stop, which
 // interrupts it as Ctrl-C does (and kills it 20 s later); the caller
 // defers stop.
-func startRun(tb testing.TB, bin string, env ...string) (api string, awsPort int, out *syncWriter, stop func()) {
+// The API listens on a port the system picks (a port found free and
+// released could be taken by another package's emulator before run binds
+// it, which then answered the test's requests): waitListening reads it
+// from run's banner.
+func startRun(tb testing.TB, bin string, env ...string) (awsPort int, out *syncWriter, stop func()) {
 	tb.Helper()
 	awsPort, err := awstest.FreePort()
 	if err != nil {
 		tb.Fatal(err)
 	}
-	apiPort, err := awstest.FreePort()
-	if err != nil {
-		tb.Fatal(err)
-	}
-	api = fmt.Sprintf("127.0.0.1:%d", apiPort)
 	out = &syncWriter{w: &bytes.Buffer{}}
-	cmd := exec.Command(bin, "-api", api, "-aws-port", fmt.Sprint(awsPort), "-state", tb.TempDir(), "-sweep-every", "1h")
+	cmd := exec.Command(bin, "-api", "127.0.0.1:0", "-aws-port", fmt.Sprint(awsPort), "-state", tb.TempDir(), "-sweep-every", "1h")
 	cmd.Dir = repoRoot
 	cmd.Env = append(os.Environ(), env...)
 	cmd.Stdout, cmd.Stderr = out, out
@@ -186,7 +186,7 @@ func startRun(tb testing.TB, bin string, env ...string) (api string, awsPort int
 			<-done
 		}
 	}
-	return api, awsPort, out, stop
+	return awsPort, out, stop
 }
 
 func stripeInvoiceEvent(eventID, typ, invoiceID string) []byte {
@@ -195,17 +195,23 @@ func stripeInvoiceEvent(eventID, typ, invoiceID string) []byte {
 }
 
 // waitListening waits for addr to accept connections.
-func waitListening(tb testing.TB, addr string, within time.Duration, out *syncWriter) {
+// waitListening waits for run's banner, which it prints once its API
+// listens, and returns the API's address from it.
+func waitListening(tb testing.TB, within time.Duration, out *syncWriter) string {
 	tb.Helper()
+	banner := regexp.MustCompile(`API +http://(\S+)/webhooks/`)
 	deadline := time.Now().Add(within)
 	for time.Now().Before(deadline) {
-		if c, err := net.DialTimeout("tcp", addr, time.Second); err == nil {
-			c.Close()
-			return
+		if m := banner.FindStringSubmatch(out.String()); m != nil {
+			if c, err := net.DialTimeout("tcp", m[1], time.Second); err == nil {
+				c.Close()
+				return m[1]
+			}
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
-	tb.Fatalf("%s not listening after %s:\n%s", addr, within, out.String())
+	tb.Fatalf("run's API not listening after %s:\n%s", within, out.String())
+	return ""
 }
 
 type syncWriter struct {
