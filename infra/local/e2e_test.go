@@ -138,11 +138,13 @@ func (e *env) drain(tb testing.TB) {
 // A receive whose answer the emulator cut (docs/local-aws.md: a fast
 // answer can end the connection under the response) leaves its messages
 // in flight for the visibility timeout: the drain goes on until the queue
-// holds none, visible or in flight, for at most that long and a margin.
+// holds none, visible or in flight, for at most that long and a margin
+// after the last such receive.
 func (e *env) drainCount(tb testing.TB) int {
 	tb.Helper()
 	total, polls := 0, 0
-	deadline := time.Now().Add(e.stack.Resources.VisibilityTimeout + 30*time.Second)
+	wait := e.stack.Resources.VisibilityTimeout + 30*time.Second
+	deadline := time.Now().Add(wait)
 	cut := false
 	for time.Now().Before(deadline) {
 		n, err := e.poller.PollOnce(context.Background())
@@ -152,6 +154,7 @@ func (e *env) drainCount(tb testing.TB) int {
 			}
 			tb.Logf("a receive's answer was cut, its messages in flight until the visibility timeout: %v", err)
 			cut = true
+			deadline = time.Now().Add(wait)
 			continue
 		}
 		total += n
